@@ -1,0 +1,1 @@
+"""The loops and servers (recommender, updater, webhook, health); they never import each other."""
