@@ -1,0 +1,127 @@
+"""The metrics/health server over real HTTP: readiness, liveness from activity, metrics, loop lag."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import time
+
+import aiohttp
+import pytest
+from prometheus_client import CollectorRegistry, Counter
+
+from vpa.components import health
+from vpa.model.clock import VirtualClock
+
+
+@pytest.fixture
+def registry() -> CollectorRegistry:
+    return CollectorRegistry()
+
+
+async def _get(port: int, path: str, **headers: str) -> tuple[int, bytes, dict[str, str]]:
+    async with (
+        aiohttp.ClientSession(auto_decompress=False) as session,
+        session.get(f"http://127.0.0.1:{port}{path}", headers=headers) as resp,
+    ):
+        return resp.status, await resp.read(), dict(resp.headers)
+
+
+async def test_readiness_follows_registered_checks(registry: CollectorRegistry) -> None:
+    state = health.HealthState(VirtualClock())
+    synced = False
+    state.add_readiness("pods-cache", lambda: synced)
+    server = health.HealthServer(state, registry, address="127.0.0.1:0")
+    await server.start()
+    try:
+        status, body, _ = await _get(server.port, "/readyz")
+        assert status == 500
+        assert b"pods-cache" in body
+        synced = True
+        status, body, _ = await _get(server.port, "/readyz")
+        assert (status, body) == (200, b"ok\n")
+        state.set_shutting_down()
+        status, body, _ = await _get(server.port, "/readyz")
+        assert status == 500
+        assert b"shutting-down" in body
+    finally:
+        await server.stop()
+
+
+async def test_liveness_fails_when_a_loop_stops_reporting(registry: CollectorRegistry) -> None:
+    clock = VirtualClock(start=0)
+    state = health.HealthState(clock)
+    state.add_activity("recommender", timeout_s=300)
+    server = health.HealthServer(state, registry, address="127.0.0.1:0")
+    await server.start()
+    try:
+        # Not started yet: healthy (upstream starts monitoring after the first loop).
+        assert (await _get(server.port, "/healthz"))[0] == 200
+        state.record_activity("recommender")
+        clock.advance(299)
+        assert (await _get(server.port, "/health-check"))[0] == 200
+        clock.advance(2)
+        status, body, _ = await _get(server.port, "/healthz")
+        assert status == 500
+        assert body.startswith(b"Error: recommender: last activity 301s ago")
+        state.record_activity("recommender")
+        assert (await _get(server.port, "/livez"))[0] == 200
+    finally:
+        await server.stop()
+
+
+async def test_metrics_plain_and_gzip(registry: CollectorRegistry) -> None:
+    Counter("vpa_test_things", "things", registry=registry).inc(3)
+    server = health.HealthServer(health.HealthState(VirtualClock()), registry, address="127.0.0.1:0")
+    await server.start()
+    try:
+        status, body, headers = await _get(server.port, "/metrics", **{"Accept-Encoding": "identity"})
+        assert status == 200
+        assert b"vpa_test_things_total 3.0" in body
+        assert headers["Content-Type"].startswith("text/plain")
+        status, body, headers = await _get(server.port, "/metrics", **{"Accept-Encoding": "gzip"})
+        assert headers["Content-Encoding"] == "gzip"
+        assert b"vpa_test_things_total 3.0" in gzip.decompress(body)
+        # Profiling endpoints are off unless asked for.
+        assert (await _get(server.port, "/debug/tasks"))[0] == 404
+    finally:
+        await server.stop()
+
+
+async def test_profiling_dumps_tasks(registry: CollectorRegistry) -> None:
+    server = health.HealthServer(
+        health.HealthState(VirtualClock()), registry, address="127.0.0.1:0", profiling=True
+    )
+    await server.start()
+    try:
+        status, body, _ = await _get(server.port, "/debug/tasks")
+        assert status == 200
+        assert b"---" in body
+    finally:
+        await server.stop()
+
+
+async def test_loop_lag_monitor_sees_a_stall(registry: CollectorRegistry) -> None:
+    monitor = health.LoopLagMonitor(registry, interval_s=0.01)
+    task = asyncio.create_task(monitor.run())
+    await asyncio.sleep(0.05)
+    time.sleep(0.12)  # noqa: ASYNC251 - block the loop on purpose: the monitor must notice
+    await asyncio.sleep(0.05)
+    task.cancel()
+    assert monitor.max_lag_s >= 0.08
+    assert registry.get_sample_value("vpa_event_loop_lag_max_seconds") == pytest.approx(monitor.max_lag_s)
+
+
+@pytest.mark.parametrize(
+    ("address", "expected"),
+    [(":8942", ("0.0.0.0", 8942)), ("127.0.0.1:0", ("127.0.0.1", 0)), ("[::1]:80", ("::1", 80))],
+    ids=["port-only", "loopback", "ipv6"],
+)
+def test_parse_address(address: str, expected: tuple[str, int]) -> None:
+    assert health.parse_address(address) == expected
+
+
+@pytest.mark.parametrize("address", ["8942", ":http", ":70000"], ids=["no-colon", "named-port", "too-big"])
+def test_parse_address_errors(address: str) -> None:
+    with pytest.raises(ValueError, match="address"):
+        health.parse_address(address)
