@@ -145,7 +145,8 @@ def test_view_helpers() -> None:
     assert str(view.target_ref) == "apps/v1.Deployment/web"
     assert not view.has_startup_boost()
     boost_policy = ContainerResourcePolicy("app", startup_boost=StartupBoost("Factor", factor=2))
-    boosted = VpaView("prod", "web2", resource_policy=ResourcePolicy((boost_policy,)), creation_timestamp=10.0)
+    boosted = VpaView("prod", "web2", resource_policy=ResourcePolicy((boost_policy,)),
+                      creation_timestamp=10.0)
     assert boosted.has_startup_boost()
     older = VpaView("prod", "zzz", creation_timestamp=5.0)
     assert older.is_stronger_than(view)
