@@ -1,0 +1,598 @@
+"""The one Kubernetes API client the process shares: configuration, raw JSON requests, watch streams.
+
+Owns: building a kubernetes-asyncio `ApiClient` from `--kubeconfig`, else the `KUBECONFIG` value the caller
+passes in, else the in-cluster service account; and `KubeClient`, a small facade that sends raw requests
+on that client's aiohttp session with its TLS and auth, parses bodies with orjson, raises a typed
+`ApiError` for every non-2xx answer, bounds every request with client-side timeouts, sends every request
+through the QPS/burst `TokenBucket`, and retries 429, 5xx and connection errors with jittered exponential
+backoff (honouring `Retry-After`) when that is safe. Typed write helpers set explicit content types, so a
+custom object is never sent a strategic-merge or a JSON-patch content type with an object body.
+
+Must not: read environment variables or global configuration (the caller passes paths and options), use the
+generated models on hot paths, or know about VPAs or pods beyond URL shapes.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+from urllib.parse import quote
+
+import aiohttp
+import orjson
+from kubernetes_asyncio import client as k8s_client
+from kubernetes_asyncio import config as k8s_config
+
+from vpa.kube.ratelimiting import TokenBucket
+from vpa.model.clock import Clock
+
+JsonObj = dict[str, Any]
+Query = Mapping[str, str | int | bool] | Sequence[tuple[str, str | int | bool]]
+Method = Literal["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]
+
+CONTENT_JSON: Final = "application/json"
+CONTENT_MERGE_PATCH: Final = "application/merge-patch+json"
+CONTENT_JSON_PATCH: Final = "application/json-patch+json"
+CONTENT_STRATEGIC_MERGE_PATCH: Final = "application/strategic-merge-patch+json"
+
+_IDEMPOTENT_METHODS: Final = frozenset({"GET", "HEAD", "PUT", "DELETE"})
+_DEFAULT_USER_AGENT: Final = "vpa/0.1.0"
+
+
+# --------------------------------------------------------------------------------------------- errors
+
+
+class ApiError(Exception):
+    """A non-2xx answer from the API server (or, with status 0, no answer at all)."""
+
+    def __init__(
+        self,
+        status: int,
+        reason: str,
+        message: str,
+        body: JsonObj | None = None,
+        *,
+        retry_after_s: float | None = None,
+    ) -> None:
+        super().__init__(f"{status} {reason}: {message}")
+        self.status = status
+        self.reason = reason
+        self.message = message
+        self.body: JsonObj = body if body is not None else {}
+        self.retry_after_s = retry_after_s
+
+    @property
+    def is_not_found(self) -> bool:
+        return self.status == 404
+
+    @property
+    def is_conflict(self) -> bool:
+        return self.status == 409
+
+    @property
+    def is_gone(self) -> bool:
+        return self.status == 410
+
+    @property
+    def is_too_many_requests(self) -> bool:
+        return self.status == 429
+
+    @property
+    def is_server_error(self) -> bool:
+        return self.status >= 500
+
+    @property
+    def is_transport(self) -> bool:
+        return self.status == 0
+
+    @staticmethod
+    def from_response(status: int, raw: bytes, headers: Mapping[str, str] | None = None) -> ApiError:
+        """Build the most specific error for an HTTP answer whose body is (usually) a `Status`."""
+        body: JsonObj = {}
+        if raw:
+            try:
+                parsed = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                parsed = None
+            if isinstance(parsed, dict):
+                body = parsed
+        reason = str(body.get("reason") or _DEFAULT_REASONS.get(status, "Unknown"))
+        message = str(body.get("message") or (raw[:200].decode("utf-8", "replace") if raw else reason))
+        retry_after = _retry_after_s(headers, body)
+        cls: type[ApiError] = ApiError
+        if status == 404:
+            cls = NotFound
+        elif status == 409:
+            cls = Conflict
+        elif status == 410:
+            cls = Gone
+        elif status == 429:
+            cls = TooManyRequests
+        elif status >= 500:
+            cls = ServerError
+        return cls(status, reason, message, body, retry_after_s=retry_after)
+
+
+class NotFound(ApiError):
+    """404: the object (or its namespace) does not exist."""
+
+
+class Conflict(ApiError):
+    """409: stale resourceVersion on update, or AlreadyExists on create."""
+
+
+class Gone(ApiError):
+    """410: the resourceVersion (or continue token) is too old; the caller must LIST afresh."""
+
+
+class TooManyRequests(ApiError):
+    """429: throttled by the API server (or a PodDisruptionBudget refused an eviction)."""
+
+
+class ServerError(ApiError):
+    """5xx."""
+
+
+class TransportError(ApiError):
+    """No HTTP answer: connection refused or reset, DNS, TLS, or a client-side timeout."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(0, "TransportError", message)
+
+
+_DEFAULT_REASONS: Final[dict[int, str]] = {
+    400: "BadRequest",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "NotFound",
+    405: "MethodNotAllowed",
+    409: "Conflict",
+    410: "Expired",
+    415: "UnsupportedMediaType",
+    422: "Invalid",
+    429: "TooManyRequests",
+    500: "InternalError",
+    503: "ServiceUnavailable",
+    504: "Timeout",
+}
+
+
+def _retry_after_s(headers: Mapping[str, str] | None, body: JsonObj) -> float | None:
+    if headers is not None:
+        value = headers.get("Retry-After")
+        if value:
+            try:
+                seconds = float(value)
+            except ValueError:
+                pass  # an HTTP date: kube-apiserver only sends seconds, fall back to the body
+            else:
+                return max(0.0, seconds)
+    details = body.get("details")
+    if isinstance(details, dict):
+        from_body = details.get("retryAfterSeconds")
+        if isinstance(from_body, int | float):
+            return max(0.0, float(from_body))
+    return None
+
+
+# ---------------------------------------------------------------------------------------- configuration
+
+
+@dataclass(frozen=True, slots=True)
+class ClientOptions:
+    """How the client talks to the API server. Defaults follow upstream flags where they exist."""
+
+    qps: float = 50.0  # --kube-api-qps; <= 0 disables client-side limiting
+    burst: int = 100  # --kube-api-burst
+    connect_timeout_s: float = 10.0
+    request_timeout_s: float = 30.0  # total time for one non-watch request, body included
+    watch_timeout_s: int = 300  # server-side `timeoutSeconds` on watches
+    watch_read_timeout_s: float = 360.0  # client-side: longest silence on a watch socket
+    max_retries: int = 5  # retries after the first attempt for retryable failures
+    backoff_base_s: float = 0.2
+    backoff_max_s: float = 10.0
+    max_retry_after_s: float = 60.0  # never sleep longer than this on a server's Retry-After
+    user_agent: str = _DEFAULT_USER_AGENT
+
+
+async def build_api_client(
+    kubeconfig: str | None = None,
+    kubeconfig_env: str | None = None,
+    *,
+    context: str | None = None,
+    user_agent: str = _DEFAULT_USER_AGENT,
+) -> k8s_client.ApiClient:
+    """An `ApiClient` from `--kubeconfig`, else `$KUBECONFIG` (passed in), else in-cluster config.
+
+    Must run inside a running event loop (aiohttp binds its connector to it).
+    """
+    configuration = k8s_client.Configuration()
+    path = kubeconfig or kubeconfig_env
+    if path:
+        # persist_config=False: never rewrite the user's kubeconfig (read-only root filesystems too).
+        await k8s_config.load_kube_config(
+            config_file=path, context=context, client_configuration=configuration, persist_config=False
+        )
+    else:
+        k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+    api = k8s_client.ApiClient(configuration)
+    api.user_agent = user_agent
+    return api
+
+
+def api_path(
+    group: str,
+    version: str,
+    plural: str,
+    *,
+    namespace: str | None = None,
+    name: str | None = None,
+    subresource: str | None = None,
+) -> str:
+    """REST path of a collection or object: `/api/v1/...` for the core group, `/apis/g/v/...` otherwise."""
+    parts = ["/api", version] if group in ("", "core") else ["/apis", group, version]
+    if namespace:
+        parts += ["namespaces", quote(namespace, safe="")]
+    parts.append(plural)
+    if name is not None:
+        parts.append(quote(name, safe=""))
+        if subresource:
+            parts.append(subresource)
+    return "/".join(parts)
+
+
+def _encode_query(query: Query | None) -> list[tuple[str, str]]:
+    if not query:
+        return []
+    items = query.items() if isinstance(query, Mapping) else query
+    out: list[tuple[str, str]] = []
+    for key, value in items:
+        if isinstance(value, bool):
+            out.append((key, "true" if value else "false"))
+        else:
+            out.append((key, str(value)))
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ client
+
+
+class KubeClient:
+    """Raw JSON access to the API server through one shared `ApiClient` (its session, TLS and auth).
+
+    Every request waits for the rate limiter, carries client-side timeouts, and is retried with jittered
+    exponential backoff on 429 (any verb: the server did not act), and on 5xx or transport errors for
+    idempotent requests (GET, HEAD, PUT, DELETE; merge patches when asked). `on_request(method, status)` is
+    called once per HTTP attempt (status 0 = no answer) so the caller can count requests in metrics.
+    """
+
+    def __init__(
+        self,
+        api_client: k8s_client.ApiClient,
+        clock: Clock,
+        options: ClientOptions | None = None,
+        *,
+        limiter: TokenBucket | None = None,
+        rng: random.Random | None = None,
+        on_request: Callable[[str, int], None] | None = None,
+    ) -> None:
+        self._api = api_client
+        self._clock = clock
+        self.options = options or ClientOptions()
+        self._limiter = limiter or TokenBucket(self.options.qps, self.options.burst, clock)
+        self._rng = rng or random.Random()
+        self._on_request = on_request
+        configuration = api_client.configuration
+        self._host = str(configuration.host).rstrip("/")
+        self._server_hostname: str | None = getattr(configuration, "tls_server_name", None)
+        self._proxy: str | None = getattr(configuration, "proxy", None)
+        self.retries = 0  # retried attempts so far, for tests and metrics
+
+    @classmethod
+    async def from_config(
+        cls,
+        clock: Clock,
+        options: ClientOptions | None = None,
+        *,
+        kubeconfig: str | None = None,
+        kubeconfig_env: str | None = None,
+        context: str | None = None,
+        on_request: Callable[[str, int], None] | None = None,
+    ) -> KubeClient:
+        """Build the `ApiClient` (see `build_api_client`) and wrap it."""
+        options = options or ClientOptions()
+        api = await build_api_client(
+            kubeconfig, kubeconfig_env, context=context, user_agent=options.user_agent
+        )
+        return cls(api, clock, options, on_request=on_request)
+
+    @property
+    def api_client(self) -> k8s_client.ApiClient:
+        """The underlying kubernetes-asyncio client, for the rare call that wants generated models."""
+        return self._api
+
+    @property
+    def limiter(self) -> TokenBucket:
+        return self._limiter
+
+    @property
+    def host(self) -> str:
+        return self._host
+
+    async def close(self) -> None:
+        await self._api.close()
+
+    async def __aenter__(self) -> KubeClient:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    # ------------------------------------------------------------------------------------- plumbing
+
+    @property
+    def _session(self) -> aiohttp.ClientSession:
+        session: aiohttp.ClientSession = self._api.rest_client.pool_manager
+        return session
+
+    async def _headers(self, content_type: str | None) -> dict[str, str]:
+        headers: dict[str, str] = {str(k): str(v) for k, v in self._api.default_headers.items()}
+        headers["Accept"] = CONTENT_JSON
+        if content_type is not None:
+            headers["Content-Type"] = content_type
+        auth = await self._api.configuration.auth_settings()
+        for setting in auth.values():
+            if setting.get("in") == "header" and setting.get("value"):
+                headers[str(setting["key"])] = str(setting["value"])
+        return headers
+
+    def _request_kwargs(self) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {}
+        if self._server_hostname:
+            kwargs["server_hostname"] = self._server_hostname
+        if self._proxy:
+            kwargs["proxy"] = self._proxy
+        return kwargs
+
+    async def _send_once(
+        self,
+        method: str,
+        path: str,
+        query: list[tuple[str, str]],
+        data: bytes | None,
+        content_type: str | None,
+        timeout_s: float,
+    ) -> tuple[int, bytes, Mapping[str, str]]:
+        await self._limiter.acquire()
+        headers = await self._headers(content_type)
+        timeout = aiohttp.ClientTimeout(
+            total=timeout_s,
+            connect=self.options.connect_timeout_s,
+            sock_connect=self.options.connect_timeout_s,
+        )
+        try:
+            async with self._session.request(
+                method,
+                self._host + path,
+                params=query or None,
+                data=data,
+                headers=headers,
+                timeout=timeout,
+                **self._request_kwargs(),
+            ) as resp:
+                raw = await resp.read()
+                status = resp.status
+                resp_headers: Mapping[str, str] = resp.headers
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            if self._on_request is not None:
+                self._on_request(method, 0)
+            raise TransportError(f"{method} {path}: {type(exc).__name__}: {exc}") from exc
+        if self._on_request is not None:
+            self._on_request(method, status)
+        return status, raw, resp_headers
+
+    def _backoff_s(self, attempt: int) -> float:
+        ceiling = min(self.options.backoff_max_s, self.options.backoff_base_s * 2.0**attempt)
+        # "Equal jitter": at least half the ceiling, so retries never bunch up at zero.
+        return ceiling * (0.5 + 0.5 * self._rng.random())
+
+    async def request_raw(
+        self,
+        method: Method,
+        path: str,
+        *,
+        query: Query | None = None,
+        data: bytes | None = None,
+        content_type: str | None = None,
+        timeout_s: float | None = None,
+        idempotent: bool | None = None,
+        max_retries: int | None = None,
+    ) -> tuple[int, bytes]:
+        """Send a request with retries; return (status, body bytes) for a 2xx, raise `ApiError` otherwise."""
+        encoded = _encode_query(query)
+        timeout = self.options.request_timeout_s if timeout_s is None else timeout_s
+        retry_unsafe_failures = method in _IDEMPOTENT_METHODS if idempotent is None else idempotent
+        retries_left = self.options.max_retries if max_retries is None else max_retries
+        attempt = 0
+        while True:
+            try:
+                status, raw, headers = await self._send_once(
+                    method, path, encoded, data, content_type, timeout
+                )
+            except TransportError:
+                if not retry_unsafe_failures or attempt >= retries_left:
+                    raise
+                delay = self._backoff_s(attempt)
+            else:
+                if 200 <= status < 300:
+                    return status, raw
+                error = ApiError.from_response(status, raw, headers)
+                retryable = status == 429 or (status >= 500 and retry_unsafe_failures)
+                if not retryable or attempt >= retries_left:
+                    raise error
+                delay = self._backoff_s(attempt)
+                if error.retry_after_s is not None:
+                    delay = max(delay, min(error.retry_after_s, self.options.max_retry_after_s))
+            attempt += 1
+            self.retries += 1
+            await self._clock.sleep(delay)
+
+    async def request_json(
+        self,
+        method: Method,
+        path: str,
+        *,
+        query: Query | None = None,
+        body: Any = None,
+        content_type: str | None = None,
+        timeout_s: float | None = None,
+        idempotent: bool | None = None,
+        max_retries: int | None = None,
+    ) -> tuple[int, JsonObj]:
+        """Send `body` (serialised with orjson) and return (status, parsed JSON object) for a 2xx answer."""
+        data = None if body is None else orjson.dumps(body)
+        if data is not None and content_type is None:
+            content_type = CONTENT_JSON
+        status, raw = await self.request_raw(
+            method,
+            path,
+            query=query,
+            data=data,
+            content_type=content_type,
+            timeout_s=timeout_s,
+            idempotent=idempotent,
+            max_retries=max_retries,
+        )
+        if not raw:
+            return status, {}
+        parsed = orjson.loads(raw)
+        return status, parsed if isinstance(parsed, dict) else {"items": parsed}
+
+    async def stream_lines(
+        self, path: str, query: Query | None = None, *, read_timeout_s: float | None = None
+    ) -> AsyncIterator[bytes]:
+        """Open a streaming GET (a watch) and yield its newline-delimited lines, without the newline.
+
+        Raises `ApiError` if the server answers non-2xx (410 Gone included) and `TransportError` on a
+        connection failure or when the socket stays silent for `read_timeout_s`. Not retried: the caller
+        (the watch cache) decides how to resume. Ends when the server closes the stream.
+        """
+        await self._limiter.acquire()
+        headers = await self._headers(None)
+        read_timeout = self.options.watch_read_timeout_s if read_timeout_s is None else read_timeout_s
+        timeout = aiohttp.ClientTimeout(
+            total=None,
+            connect=self.options.connect_timeout_s,
+            sock_connect=self.options.connect_timeout_s,
+            sock_read=read_timeout,
+        )
+        try:
+            async with self._session.request(
+                "GET",
+                self._host + path,
+                params=_encode_query(query) or None,
+                headers=headers,
+                timeout=timeout,
+                **self._request_kwargs(),
+            ) as resp:
+                if self._on_request is not None:
+                    self._on_request("WATCH", resp.status)
+                if not 200 <= resp.status < 300:
+                    raise ApiError.from_response(resp.status, await resp.read(), resp.headers)
+                content = resp.content
+                while True:
+                    line = await content.readline()
+                    if not line:
+                        return
+                    line = line.rstrip(b"\r\n")
+                    if line:
+                        yield line
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise TransportError(f"WATCH {path}: {type(exc).__name__}: {exc}") from exc
+
+    # --------------------------------------------------------------------------------- typed helpers
+
+    async def get(self, path: str, *, query: Query | None = None, timeout_s: float | None = None) -> JsonObj:
+        return (await self.request_json("GET", path, query=query, timeout_s=timeout_s))[1]
+
+    async def create(self, path: str, body: JsonObj, *, timeout_s: float | None = None) -> JsonObj:
+        """POST to a collection. Not retried on 5xx/transport errors (it might have been applied)."""
+        return (await self.request_json("POST", path, body=body, timeout_s=timeout_s))[1]
+
+    async def replace(self, path: str, body: JsonObj, *, timeout_s: float | None = None) -> JsonObj:
+        """PUT an object; with `metadata.resourceVersion` set a stale copy raises `Conflict`."""
+        return (await self.request_json("PUT", path, body=body, timeout_s=timeout_s))[1]
+
+    async def merge_patch(self, path: str, patch: JsonObj, *, timeout_s: float | None = None) -> JsonObj:
+        """JSON merge patch (RFC 7386): the only object-patch type custom resources accept.
+
+        Retried like an idempotent call: applying the same merge patch twice gives the same object.
+        """
+        return (
+            await self.request_json(
+                "PATCH",
+                path,
+                body=patch,
+                content_type=CONTENT_MERGE_PATCH,
+                timeout_s=timeout_s,
+                idempotent=True,
+            )
+        )[1]
+
+    async def json_patch(
+        self,
+        path: str,
+        operations: list[JsonObj],
+        *,
+        timeout_s: float | None = None,
+        idempotent: bool = False,
+    ) -> JsonObj:
+        """JSON patch (RFC 6902). Not retried on 5xx/transport errors unless the caller says it is safe."""
+        return (
+            await self.request_json(
+                "PATCH",
+                path,
+                body=operations,
+                content_type=CONTENT_JSON_PATCH,
+                timeout_s=timeout_s,
+                idempotent=idempotent,
+            )
+        )[1]
+
+    async def strategic_merge_patch(
+        self, path: str, patch: JsonObj, *, timeout_s: float | None = None
+    ) -> JsonObj:
+        """Strategic merge patch: built-in kinds only (never custom resources)."""
+        return (
+            await self.request_json(
+                "PATCH",
+                path,
+                body=patch,
+                content_type=CONTENT_STRATEGIC_MERGE_PATCH,
+                timeout_s=timeout_s,
+                idempotent=True,
+            )
+        )[1]
+
+    async def delete(
+        self, path: str, *, body: JsonObj | None = None, timeout_s: float | None = None
+    ) -> JsonObj:
+        return (await self.request_json("DELETE", path, body=body, timeout_s=timeout_s))[1]
+
+    async def patch_custom_object(
+        self,
+        group: str,
+        version: str,
+        plural: str,
+        namespace: str,
+        name: str,
+        patch: JsonObj,
+        *,
+        subresource: str | None = None,
+        timeout_s: float | None = None,
+    ) -> JsonObj:
+        """Merge-patch a namespaced custom object, or its `/status` with `subresource="status"`."""
+        path = api_path(group, version, plural, namespace=namespace, name=name, subresource=subresource)
+        return await self.merge_patch(path, patch, timeout_s=timeout_s)
