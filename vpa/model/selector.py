@@ -47,8 +47,9 @@ class Operator(enum.StrEnum):
     LESS_THAN = "LessThan"  # string form `key<5`
 
 
-_JSON_OPERATORS: Final = {op.value: op for op in (Operator.IN, Operator.NOT_IN, Operator.EXISTS,
-                                                  Operator.DOES_NOT_EXIST)}
+_JSON_OPERATORS: Final = {
+    op.value: op for op in (Operator.IN, Operator.NOT_IN, Operator.EXISTS, Operator.DOES_NOT_EXIST)
+}
 
 # --- label syntax (k8s.io/apimachinery/pkg/util/validation) ----------------------------------------------
 
@@ -56,7 +57,8 @@ _NAME_MAX: Final = 63
 _PREFIX_MAX: Final = 253
 _NAME_RE: Final = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _DNS1123_SUBDOMAIN_RE: Final = re.compile(
-    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+)
 _INTEGER_RE: Final = re.compile(r"^[+-]?[0-9]+$")
 
 
@@ -71,19 +73,25 @@ def validate_label_key(key: str) -> None:
         if not prefix:
             raise SelectorError(f"invalid label key {key!r}: prefix part must be non-empty")
         if len(prefix) > _PREFIX_MAX:
-            raise SelectorError(f"invalid label key {key!r}: prefix part must be no more than {_PREFIX_MAX} "
-                                "characters")
+            raise SelectorError(
+                f"invalid label key {key!r}: prefix part must be no more than {_PREFIX_MAX} characters"
+            )
         if not _DNS1123_SUBDOMAIN_RE.match(prefix):
-            raise SelectorError(f"invalid label key {key!r}: prefix part must be a lowercase RFC 1123 "
-                                "subdomain (e.g. 'example.com')")
+            raise SelectorError(
+                f"invalid label key {key!r}: prefix part must be a lowercase RFC 1123 "
+                "subdomain (e.g. 'example.com')"
+            )
     if not name:
         raise SelectorError(f"invalid label key {key!r}: name part must be non-empty")
     if len(name) > _NAME_MAX:
-        raise SelectorError(f"invalid label key {key!r}: name part must be no more than {_NAME_MAX} "
-                            "characters")
+        raise SelectorError(
+            f"invalid label key {key!r}: name part must be no more than {_NAME_MAX} characters"
+        )
     if not _NAME_RE.match(name):
-        raise SelectorError(f"invalid label key {key!r}: name part must consist of alphanumeric characters, "
-                            "'-', '_' or '.', and must start and end with an alphanumeric character")
+        raise SelectorError(
+            f"invalid label key {key!r}: name part must consist of alphanumeric characters, "
+            "'-', '_' or '.', and must start and end with an alphanumeric character"
+        )
 
 
 def validate_label_value(value: str) -> None:
@@ -95,8 +103,10 @@ def validate_label_value(value: str) -> None:
     if len(value) > _NAME_MAX:
         raise SelectorError(f"invalid label value {value!r}: must be no more than {_NAME_MAX} characters")
     if not _NAME_RE.match(value):
-        raise SelectorError(f"invalid label value {value!r}: must consist of alphanumeric characters, '-', "
-                            "'_' or '.', and must start and end with an alphanumeric character")
+        raise SelectorError(
+            f"invalid label value {value!r}: must consist of alphanumeric characters, '-', "
+            "'_' or '.', and must start and end with an alphanumeric character"
+        )
 
 
 # --- requirements -----------------------------------------------------------------------------------------
@@ -128,8 +138,9 @@ class Requirement:
             if len(unique) != 1:
                 raise SelectorError(f"key {key!r}: for 'Gt', 'Lt' operators, exactly one value is required")
             if not _INTEGER_RE.match(unique[0]):
-                raise SelectorError(f"key {key!r}: for 'Gt', 'Lt' operators, the value must be an integer, "
-                                    f"got {unique[0]!r}")
+                raise SelectorError(
+                    f"key {key!r}: for 'Gt', 'Lt' operators, the value must be an integer, got {unique[0]!r}"
+                )
             return cls(key, operator, unique)
         for value in unique:
             validate_label_value(value)
@@ -203,8 +214,10 @@ class Selector:
     @classmethod
     def from_match_labels(cls, match_labels: Mapping[str, str]) -> Selector:
         """`{app: web}` → `app=web`: a plain label map as a selector (SelectorFromSet); empty → everything."""
-        return cls.of(Requirement.of(key, Operator.EQUALS, (_expect_str(value, f"matchLabels[{key!r}]"),))
-                      for key, value in match_labels.items())
+        return cls.of(
+            Requirement.of(key, Operator.EQUALS, (_expect_str(value, f"matchLabels[{key!r}]"),))
+            for key, value in match_labels.items()
+        )
 
     @classmethod
     def from_label_selector(cls, label_selector: Mapping[str, object] | None) -> Selector:
@@ -225,7 +238,8 @@ class Selector:
         requirements: list[Requirement] = []
         for key, value in match_labels.items():
             requirements.append(
-                Requirement.of(key, Operator.EQUALS, (_expect_str(value, f"matchLabels[{key!r}]"),)))
+                Requirement.of(key, Operator.EQUALS, (_expect_str(value, f"matchLabels[{key!r}]"),))
+            )
         for index, expression in enumerate(match_expressions):
             where = f"matchExpressions[{index}]"
             if not isinstance(expression, Mapping):
@@ -234,8 +248,10 @@ class Selector:
             operator_text = expression.get("operator")
             operator = _JSON_OPERATORS.get(operator_text) if isinstance(operator_text, str) else None
             if operator is None:
-                raise SelectorError(f"{where}.operator: {operator_text!r} is not a valid label selector "
-                                    "operator (expected one of In, NotIn, Exists, DoesNotExist)")
+                raise SelectorError(
+                    f"{where}.operator: {operator_text!r} is not a valid label selector "
+                    "operator (expected one of In, NotIn, Exists, DoesNotExist)"
+                )
             raw_values = expression.get("values") or []
             if not isinstance(raw_values, list):
                 raise SelectorError(f"{where}.values must be a list, got {type(raw_values).__name__}")
@@ -335,8 +351,9 @@ class _Parser:
         return token
 
     def _fail(self, token: tuple[str, str, int], expected: str) -> SelectorError:
-        return SelectorError(f"selector {self._text!r}: found {token[1]!r} at position {token[2]}, "
-                             f"expected {expected}")
+        return SelectorError(
+            f"selector {self._text!r}: found {token[1]!r} at position {token[2]}, expected {expected}"
+        )
 
     def parse(self) -> list[Requirement]:
         requirements: list[Requirement] = []

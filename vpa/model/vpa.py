@@ -332,7 +332,8 @@ class VpaView:
     def has_startup_boost(self) -> bool:
         """True when a CPU startup boost is configured at pod level or for any container."""
         return self.startup_boost is not None or any(
-            policy.startup_boost is not None for policy in self.resource_policy.container_policies)
+            policy.startup_boost is not None for policy in self.resource_policy.container_policies
+        )
 
     def container_policy(self, container_name: str) -> ContainerResourcePolicy | None:
         return self.resource_policy.for_container(container_name)

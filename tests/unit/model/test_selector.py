@@ -33,10 +33,18 @@ STRING_CASES = [
     ("app=", {"app": ""}, True, "app="),
     ("app=", WEB, False, "app="),
     ("app in ()", {"app": ""}, True, "app in ()"),
-    ("app=web,tier!=db,env in (a,b),!legacy,version", WEB, False,
-     "app=web,env in (a,b),!legacy,tier!=db,version"),
-    ("app=web,tier!=db,env in (prod,b),!legacy,version", WEB, True,
-     "app=web,env in (b,prod),!legacy,tier!=db,version"),
+    (
+        "app=web,tier!=db,env in (a,b),!legacy,version",
+        WEB,
+        False,
+        "app=web,env in (a,b),!legacy,tier!=db,version",
+    ),
+    (
+        "app=web,tier!=db,env in (prod,b),!legacy,version",
+        WEB,
+        True,
+        "app=web,env in (b,prod),!legacy,tier!=db,version",
+    ),
     ("  app = web ,  tier   notin(db)  ", WEB, True, "app=web,tier notin (db)"),
     ("example.com/team=core", {"example.com/team": "core"}, True, "example.com/team=core"),
     ("app=in", {"app": "in"}, True, "app=in"),
@@ -46,8 +54,11 @@ STRING_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("text", "labels", "expected", "canonical"), STRING_CASES,
-                         ids=[case[0] or "<empty>" for case in STRING_CASES])
+@pytest.mark.parametrize(
+    ("text", "labels", "expected", "canonical"),
+    STRING_CASES,
+    ids=[case[0] or "<empty>" for case in STRING_CASES],
+)
 def test_string_form_parse_match_print(
     text: str, labels: dict[str, str], expected: bool, canonical: str
 ) -> None:
@@ -63,24 +74,47 @@ def test_string_form_parse_match_print(
 JSON_CASES = [
     ("match-labels", {"matchLabels": {"app": "web"}}, WEB, True, "app=web"),
     ("match-labels-miss", {"matchLabels": {"app": "web", "tier": "db"}}, WEB, False, "app=web,tier=db"),
-    ("in", {"matchExpressions": [{"key": "env", "operator": "In", "values": ["prod", "qa"]}]}, WEB, True,
-     "env in (prod,qa)"),
-    ("notin", {"matchExpressions": [{"key": "env", "operator": "NotIn", "values": ["prod"]}]}, WEB, False,
-     "env notin (prod)"),
+    (
+        "in",
+        {"matchExpressions": [{"key": "env", "operator": "In", "values": ["prod", "qa"]}]},
+        WEB,
+        True,
+        "env in (prod,qa)",
+    ),
+    (
+        "notin",
+        {"matchExpressions": [{"key": "env", "operator": "NotIn", "values": ["prod"]}]},
+        WEB,
+        False,
+        "env notin (prod)",
+    ),
     ("exists", {"matchExpressions": [{"key": "tier", "operator": "Exists"}]}, WEB, True, "tier"),
-    ("does-not-exist", {"matchExpressions": [{"key": "tier", "operator": "DoesNotExist", "values": []}]}, WEB,
-     False, "!tier"),
-    ("both-parts", {"matchLabels": {"tier": "frontend"},
-                    "matchExpressions": [{"key": "app", "operator": "In", "values": ["web"]}]}, WEB, True,
-     "app in (web),tier=frontend"),
+    (
+        "does-not-exist",
+        {"matchExpressions": [{"key": "tier", "operator": "DoesNotExist", "values": []}]},
+        WEB,
+        False,
+        "!tier",
+    ),
+    (
+        "both-parts",
+        {
+            "matchLabels": {"tier": "frontend"},
+            "matchExpressions": [{"key": "app", "operator": "In", "values": ["web"]}],
+        },
+        WEB,
+        True,
+        "app in (web),tier=frontend",
+    ),
     ("empty-object-selects-everything", {}, {}, True, ""),
     ("empty-parts-select-everything", {"matchLabels": {}, "matchExpressions": []}, WEB, True, ""),
     ("null-parts-select-everything", {"matchLabels": None, "matchExpressions": None}, WEB, True, ""),
 ]
 
 
-@pytest.mark.parametrize(("raw", "labels", "expected", "canonical"), [c[1:] for c in JSON_CASES],
-                         ids=[c[0] for c in JSON_CASES])
+@pytest.mark.parametrize(
+    ("raw", "labels", "expected", "canonical"), [c[1:] for c in JSON_CASES], ids=[c[0] for c in JSON_CASES]
+)
 def test_json_form(raw: dict[str, object], labels: dict[str, str], expected: bool, canonical: str) -> None:
     selector = Selector.from_label_selector(raw)
     assert selector.matches(labels) is expected
@@ -105,15 +139,23 @@ def test_nil_selector_selects_nothing_and_empty_selects_everything() -> None:
 
 
 def test_json_and_string_forms_agree() -> None:
-    from_json = Selector.from_label_selector({
-        "matchLabels": {"app": "web"},
-        "matchExpressions": [{"key": "env", "operator": "NotIn", "values": ["qa", "dev", "qa"]},
-                             {"key": "legacy", "operator": "DoesNotExist"}],
-    })
+    from_json = Selector.from_label_selector(
+        {
+            "matchLabels": {"app": "web"},
+            "matchExpressions": [
+                {"key": "env", "operator": "NotIn", "values": ["qa", "dev", "qa"]},
+                {"key": "legacy", "operator": "DoesNotExist"},
+            ],
+        }
+    )
     from_string = Selector.parse("!legacy, env notin (dev,qa), app=web")
-    built = Selector.of([Requirement.of("legacy", Operator.DOES_NOT_EXIST),
-                         Requirement.of("env", Operator.NOT_IN, ["qa", "dev"]),
-                         Requirement.of("app", Operator.EQUALS, ["web"])])
+    built = Selector.of(
+        [
+            Requirement.of("legacy", Operator.DOES_NOT_EXIST),
+            Requirement.of("env", Operator.NOT_IN, ["qa", "dev"]),
+            Requirement.of("app", Operator.EQUALS, ["web"]),
+        ]
+    )
     assert from_json == from_string == built
     assert from_json.to_string() == "app=web,env notin (dev,qa),!legacy"
     assert Selector.from_match_labels({"tier": "db", "app": "web"}).to_string() == "app=web,tier=db"
@@ -140,8 +182,9 @@ STRING_ERRORS = [
 ]
 
 
-@pytest.mark.parametrize(("text", "message"), [c[1:] for c in STRING_ERRORS],
-                         ids=[c[0] for c in STRING_ERRORS])
+@pytest.mark.parametrize(
+    ("text", "message"), [c[1:] for c in STRING_ERRORS], ids=[c[0] for c in STRING_ERRORS]
+)
 def test_string_form_errors(text: str, message: str) -> None:
     with pytest.raises(SelectorError) as caught:
         Selector.parse(text)
@@ -149,24 +192,45 @@ def test_string_form_errors(text: str, message: str) -> None:
 
 
 JSON_ERRORS = [
-    ("unknown-operator", {"matchExpressions": [{"key": "a", "operator": "Gt", "values": ["1"]}]},
-     "matchExpressions[0].operator: 'Gt' is not a valid label selector operator"),
-    ("in-without-values", {"matchExpressions": [{"key": "a", "operator": "In", "values": []}]},
-     "matchExpressions[0]: key 'a': for 'in', 'notin' operators, values set can't be empty"),
-    ("notin-values-missing", {"matchExpressions": [{"key": "a", "operator": "NotIn"}]},
-     "values set can't be empty"),
-    ("exists-with-values", {"matchExpressions": [{"key": "a", "operator": "Exists", "values": ["x"]}]},
-     "values set must be empty for exists and does not exist"),
+    (
+        "unknown-operator",
+        {"matchExpressions": [{"key": "a", "operator": "Gt", "values": ["1"]}]},
+        "matchExpressions[0].operator: 'Gt' is not a valid label selector operator",
+    ),
+    (
+        "in-without-values",
+        {"matchExpressions": [{"key": "a", "operator": "In", "values": []}]},
+        "matchExpressions[0]: key 'a': for 'in', 'notin' operators, values set can't be empty",
+    ),
+    (
+        "notin-values-missing",
+        {"matchExpressions": [{"key": "a", "operator": "NotIn"}]},
+        "values set can't be empty",
+    ),
+    (
+        "exists-with-values",
+        {"matchExpressions": [{"key": "a", "operator": "Exists", "values": ["x"]}]},
+        "values set must be empty for exists and does not exist",
+    ),
     ("bad-match-label-value", {"matchLabels": {"app": "we b"}}, "invalid label value 'we b'"),
     ("non-string-match-label", {"matchLabels": {"app": 3}}, "matchLabels['app'] must be a string, got int"),
-    ("bad-expression-key", {"matchExpressions": [{"key": "a b", "operator": "Exists"}]},
-     "matchExpressions[0]: invalid label key 'a b'"),
-    ("missing-key", {"matchExpressions": [{"operator": "Exists"}]},
-     "matchExpressions[0].key must be a string, got NoneType"),
+    (
+        "bad-expression-key",
+        {"matchExpressions": [{"key": "a b", "operator": "Exists"}]},
+        "matchExpressions[0]: invalid label key 'a b'",
+    ),
+    (
+        "missing-key",
+        {"matchExpressions": [{"operator": "Exists"}]},
+        "matchExpressions[0].key must be a string, got NoneType",
+    ),
     ("expressions-not-list", {"matchExpressions": {"key": "a"}}, "matchExpressions must be a list"),
     ("labels-not-object", {"matchLabels": ["a"]}, "matchLabels must be an object"),
-    ("value-not-string", {"matchExpressions": [{"key": "a", "operator": "In", "values": [1]}]},
-     "matchExpressions[0].values[0] must be a string"),
+    (
+        "value-not-string",
+        {"matchExpressions": [{"key": "a", "operator": "In", "values": [1]}]},
+        "matchExpressions[0].values[0] must be a string",
+    ),
 ]
 
 
@@ -190,8 +254,17 @@ def test_json_form_errors(raw: dict[str, object], message: str) -> None:
         ("a_b.c-d", True),
         ("", False),
     ],
-    ids=["plain", "prefixed", "63-chars", "prefixed-63", "prefix-too-long", "leading-dash",
-         "trailing-underscore", "inner-punctuation", "empty"],
+    ids=[
+        "plain",
+        "prefixed",
+        "63-chars",
+        "prefixed-63",
+        "prefix-too-long",
+        "leading-dash",
+        "trailing-underscore",
+        "inner-punctuation",
+        "empty",
+    ],
 )
 def test_label_key_rules(key: str, ok: bool) -> None:
     if ok:

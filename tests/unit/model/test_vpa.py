@@ -50,8 +50,9 @@ def test_update_mode_parse(text: str, mode: UpdateMode) -> None:
     assert UpdateMode.parse(text) is mode
 
 
-@pytest.mark.parametrize("text", ["", "auto", "Evict", "InPlaceonly"],
-                         ids=["empty", "lowercase", "unknown", "case"])
+@pytest.mark.parametrize(
+    "text", ["", "auto", "Evict", "InPlaceonly"], ids=["empty", "lowercase", "unknown", "case"]
+)
 def test_update_mode_parse_rejects(text: str) -> None:
     with pytest.raises(ValueError, match="unknown update mode") as caught:
         UpdateMode.parse(text)
@@ -91,8 +92,11 @@ FOR_CONTAINER_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("policies", "name", "expected"), [c[1:] for c in FOR_CONTAINER_CASES],
-                         ids=[c[0] for c in FOR_CONTAINER_CASES])
+@pytest.mark.parametrize(
+    ("policies", "name", "expected"),
+    [c[1:] for c in FOR_CONTAINER_CASES],
+    ids=[c[0] for c in FOR_CONTAINER_CASES],
+)
 def test_for_container_precedence(
     policies: tuple[ContainerResourcePolicy, ...], name: str, expected: ContainerResourcePolicy | None
 ) -> None:
@@ -106,9 +110,12 @@ def test_container_policy_defaults() -> None:
     assert bare.effective_controlled_values is ControlledValues.REQUESTS_AND_LIMITS
     assert not bare.is_off
     assert bare.controls("memory")
-    only_memory = ContainerResourcePolicy("app", controlled_resources=("memory",),
-                                          controlled_values=ControlledValues.REQUESTS_ONLY,
-                                          mode=ContainerScalingMode.OFF)
+    only_memory = ContainerResourcePolicy(
+        "app",
+        controlled_resources=("memory",),
+        controlled_values=ControlledValues.REQUESTS_ONLY,
+        mode=ContainerScalingMode.OFF,
+    )
     assert only_memory.effective_controlled_resources == ("memory",)
     assert not only_memory.controls("cpu")
     assert only_memory.effective_controlled_values is ControlledValues.REQUESTS_ONLY
@@ -125,19 +132,25 @@ HANDLED_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("recommenders", "name", "expected"), [c[1:] for c in HANDLED_CASES],
-                         ids=[c[0] for c in HANDLED_CASES])
+@pytest.mark.parametrize(
+    ("recommenders", "name", "expected"), [c[1:] for c in HANDLED_CASES], ids=[c[0] for c in HANDLED_CASES]
+)
 def test_handled_by(recommenders: tuple[str, ...], name: str, expected: bool) -> None:
     assert VpaView("ns", "v", recommenders=recommenders).handled_by(name) is expected
 
 
 def test_view_helpers() -> None:
-    rec = Recommendation((RecommendedContainerResources("a", Resources(1, 2)),
-                          RecommendedContainerResources("b", Resources(3, 4))))
+    rec = Recommendation(
+        (
+            RecommendedContainerResources("a", Resources(1, 2)),
+            RecommendedContainerResources("b", Resources(3, 4)),
+        )
+    )
     assert rec.for_container("b") == RecommendedContainerResources("b", Resources(3, 4))
     assert rec.for_container("c") is None
-    view = VpaView("prod", "web", target_ref=TargetRef("apps/v1", "Deployment", "web"),
-                   creation_timestamp=10.0)
+    view = VpaView(
+        "prod", "web", target_ref=TargetRef("apps/v1", "Deployment", "web"), creation_timestamp=10.0
+    )
     assert view.key == "prod/web"
     assert view.target_ref is not None
     assert view.target_ref.group == "apps"
@@ -145,8 +158,9 @@ def test_view_helpers() -> None:
     assert str(view.target_ref) == "apps/v1.Deployment/web"
     assert not view.has_startup_boost()
     boost_policy = ContainerResourcePolicy("app", startup_boost=StartupBoost("Factor", factor=2))
-    boosted = VpaView("prod", "web2", resource_policy=ResourcePolicy((boost_policy,)),
-                      creation_timestamp=10.0)
+    boosted = VpaView(
+        "prod", "web2", resource_policy=ResourcePolicy((boost_policy,)), creation_timestamp=10.0
+    )
     assert boosted.has_startup_boost()
     older = VpaView("prod", "zzz", creation_timestamp=5.0)
     assert older.is_stronger_than(view)
