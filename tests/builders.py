@@ -10,6 +10,7 @@ Every builder returns a fresh plain dict (JSON types only) that callers may muta
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import uuid
 from datetime import UTC, datetime
@@ -135,7 +136,7 @@ def make_container_status(
 ) -> JSON:
     """A `status.containerStatuses[]` entry as the kubelet reports it for `container`."""
     resources = container.get("resources", {})
-    reported = actual_resources if actual_resources is not None else resources
+    reported = copy.deepcopy(actual_resources if actual_resources is not None else resources)
     name = container["name"]
     status: JSON = {
         "allocatedResources": dict(reported.get("requests", {})),
@@ -450,26 +451,43 @@ def make_pod(
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec, "status": status}
 
 
+_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # the alphabet of Kubernetes' generated name suffixes
+
+
+def _pod_suffix(index: int) -> str:
+    """A 5-character name suffix, unique for the first 27**5 indexes, scrambled so neighbours differ."""
+    scrambled = (index * 7_368_787) % 27**5  # a multiplier coprime with 27**5: a bijection
+    chars = []
+    for _ in range(5):
+        scrambled, digit = divmod(scrambled, 27)
+        chars.append(_SUFFIX_ALPHABET[digit])
+    return "".join(chars)
+
+
+def make_replica_pod(index: int, *, namespaces: int = 50, apps_per_namespace: int = 10) -> JSON:
+    """The `index`-th pod of a cluster spread over `namespaces` namespaces with `apps_per_namespace`
+    Deployments each. Deterministic, so any window of a big cluster can be built on its own."""
+    namespace = f"team-{index % namespaces:03d}"
+    app = f"svc-{(index // namespaces) % apps_per_namespace:02d}"
+    template_hash = hashlib.sha256(f"{namespace}/{app}".encode()).hexdigest()[:9]
+    suffix = _pod_suffix(index)
+    return make_pod(
+        f"{app}-{template_hash}-{suffix}",
+        namespace=namespace,
+        app=app,
+        template_hash=template_hash,
+        node_name=f"node-{index % 200:03d}",
+        created_at=BASE_TIME + index,
+        resource_version=str(100_000 + index),
+    )
+
+
 def make_pods(count: int, *, namespaces: int = 50, apps_per_namespace: int = 10) -> list[JSON]:
     """`count` pods spread over namespaces and Deployments, with realistic replica sharing."""
-    pods: list[JSON] = []
-    for index in range(count):
-        namespace = f"team-{index % namespaces:03d}"
-        app = f"svc-{(index // namespaces) % apps_per_namespace:02d}"
-        template_hash = hashlib.sha256(f"{namespace}/{app}".encode()).hexdigest()[:9]
-        suffix = hashlib.sha256(str(index).encode()).hexdigest()[:5]
-        pods.append(
-            make_pod(
-                f"{app}-{template_hash}-{suffix}",
-                namespace=namespace,
-                app=app,
-                template_hash=template_hash,
-                node_name=f"node-{index % 200:03d}",
-                created_at=BASE_TIME + index,
-                resource_version=str(100_000 + index),
-            )
-        )
-    return pods
+    return [
+        make_replica_pod(index, namespaces=namespaces, apps_per_namespace=apps_per_namespace)
+        for index in range(count)
+    ]
 
 
 def make_vpa(

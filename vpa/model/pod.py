@@ -16,13 +16,20 @@ converter), or import anything outside the standard library and `vpa.model`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Final
 
 from vpa.model import annotations as ann
 from vpa.model.resources import Resources
 
-_EMPTY: Final[Mapping[str, str]] = {}
+_EMPTY: Final[Mapping[str, str]] = MappingProxyType({})
+
+
+def _no_strings() -> Mapping[str, str]:
+    return _EMPTY  # one shared empty, read-only mapping instead of a dict per view
+
+
 NO_RESOURCES: Final = Resources()
 
 
@@ -48,7 +55,7 @@ class ContainerView:
     name: str
     requests: Resources = NO_RESOURCES
     limits: Resources = NO_RESOURCES
-    resize_policy: Mapping[str, str] = _EMPTY
+    resize_policy: Mapping[str, str] = field(default_factory=_no_strings)
     restart_policy: str | None = None
     has_resources: bool = False
     """True when `resources.requests` or `resources.limits` is present at all (even `{}`), which decides
@@ -120,8 +127,8 @@ class PodView:
     name: str
     uid: str = ""
     resource_version: str = ""
-    labels: Mapping[str, str] = _EMPTY
-    annotations: Mapping[str, str] = _EMPTY
+    labels: Mapping[str, str] = field(default_factory=_no_strings)
+    annotations: Mapping[str, str] = field(default_factory=_no_strings)
     owner: OwnerRef | None = None
     node_name: str = ""
     phase: str = ""
