@@ -15,7 +15,7 @@ generated models on hot paths, or know about VPAs or pods beyond URL shapes.
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 from urllib.parse import quote
@@ -472,7 +472,7 @@ class KubeClient:
 
     async def stream_lines(
         self, path: str, query: Query | None = None, *, read_timeout_s: float | None = None
-    ) -> AsyncIterator[bytes]:
+    ) -> AsyncGenerator[bytes, None]:
         """Open a streaming GET (a watch) and yield its newline-delimited lines, without the newline.
 
         Raises `ApiError` if the server answers non-2xx (410 Gone included) and `TransportError` on a

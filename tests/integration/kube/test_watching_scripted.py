@@ -1,0 +1,105 @@
+"""Watch-cache paths that need a server misbehaving on cue: expired continue tokens, ERROR events, bad lines."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import orjson
+
+from vpa.kube.client import KubeClient
+from vpa.kube.watching import WatchCache
+from vpa.model.clock import VirtualClock
+
+from .helpers import Cm, cm_from_dict, configmap, eventually
+from .scripted import ScriptedServer, status_body
+
+
+def item(name: str, rv: str, **data: str) -> dict[str, object]:
+    obj = configmap("ns", name, **data)
+    obj["metadata"]["resourceVersion"] = rv  # type: ignore[index]
+    return obj
+
+
+def page(items: list[dict[str, object]], rv: str, cont: str = "") -> dict[str, object]:
+    metadata = {"resourceVersion": rv}
+    if cont:
+        metadata["continue"] = cont
+    return {"kind": "ConfigMapList", "apiVersion": "v1", "metadata": metadata, "items": items}
+
+
+def event(kind: str, obj: dict[str, object]) -> bytes:
+    return orjson.dumps({"type": kind, "object": obj})
+
+
+async def start(
+    server: ScriptedServer, clock: VirtualClock, **kwargs: object
+) -> tuple[WatchCache[Cm], asyncio.Task[None]]:
+    from kubernetes_asyncio.client import ApiClient, Configuration
+
+    config = Configuration(host=server.url)
+    client = KubeClient(ApiClient(config), clock)
+    cache: WatchCache[Cm] = WatchCache(client, clock, "/api/v1/configmaps", cm_from_dict, **kwargs)  # type: ignore[arg-type]
+    return cache, asyncio.create_task(cache.run())
+
+
+async def stop(cache: WatchCache[Cm], task: asyncio.Task[None]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    await cache._client.close()
+
+
+async def test_expired_continue_token_restarts_the_list_unpaged() -> None:
+    clock = VirtualClock(time_scale=50.0)
+    async with ScriptedServer() as server:
+        server.then(200, page([item("a", "5")], "10", cont="tok-1"))
+        server.then(410, status_body(410, "Expired", "The provided continue parameter is too old"))
+        server.then(200, page([item("a", "5"), item("b", "11")], "12"))
+        server.stream([])  # the watch: ends at once; later requests get the default answer
+        cache, task = await start(server, clock, page_size=1)
+        try:
+            await asyncio.wait_for(cache.wait_synced(), 5)
+            assert sorted(cm.name for cm in cache.list()) == ["a", "b"]
+            assert cache.stats.list_restarts == 1
+            assert cache.resource_version == "12"
+            await eventually(lambda: len(server.received) >= 4, what="the watch request")
+        finally:
+            await stop(cache, task)
+    first, second, third = server.received[:3]
+    assert first.query["limit"] == "1"
+    assert second.query["continue"] == "tok-1"
+    assert "limit" not in third.query
+    assert "continue" not in third.query
+    watch = server.received[3]
+    assert watch.query["watch"] == "true"
+    assert watch.query["resourceVersion"] == "12"
+    assert watch.query["allowWatchBookmarks"] == "true"
+    assert watch.query["timeoutSeconds"] == "300"
+
+
+async def test_error_event_410_relists_and_bad_lines_reconnect() -> None:
+    clock = VirtualClock(time_scale=50.0)
+    async with ScriptedServer() as server:
+        server.then(200, page([item("a", "5", v="1")], "10"))
+        server.stream([event("MODIFIED", item("a", "11", v="2")), b"{not json"])
+        server.stream(
+            [
+                event("ADDED", item("b", "12")),
+                event("ERROR", status_body(410, "Expired", "too old resource version: 12 (20)")),
+            ]
+        )
+        server.then(200, page([item("b", "12"), item("c", "21")], "22"))
+        cache, task = await start(server, clock)
+        try:
+            await eventually(lambda: cache.stats.relists == 1, what="relist after the ERROR event")
+            assert sorted(cm.name for cm in cache.list()) == ["b", "c"]
+            assert cache.stats.gone == 1
+            assert cache.stats.errors == 1  # the undecodable line
+            assert cache.resource_version == "22"
+        finally:
+            await stop(cache, task)
+    queries = [r.query for r in server.received]
+    assert queries[1]["resourceVersion"] == "10"
+    assert queries[2]["resourceVersion"] == "11"  # resumed after the last good event
+    assert "watch" not in queries[3]

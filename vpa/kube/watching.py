@@ -1,0 +1,554 @@
+"""Watch caches (informers): LIST then WATCH one resource and keep a trimmed, indexed copy in memory.
+
+Owns: the list/watch loop for one collection (optionally one namespace, label and field selectors), its
+cache keyed by `(namespace, name)`, secondary indexes, in-order event delivery to handlers, sync state, and
+recovery: paged LIST parsed with orjson while the cyclic GC is paused; WATCH from the LIST's
+resourceVersion with bookmarks and a server-side `timeoutSeconds` plus a client read timeout; on 410 Gone
+(LIST continue, WATCH answer or an ERROR event) a fresh LIST that *replaces* the cache, synthesising delete,
+update and add events for the difference; reconnects with jittered backoff after any error; and a
+watchdog that restarts a watch that has delivered neither event nor bookmark for `stall_timeout_s`.
+
+Must not: hand raw API dicts to anyone (`transform` turns them into model objects; `None` skips a malformed
+or uninteresting object), block the event loop between pages, register global metrics, or write anything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import contextlib
+import gc
+import random
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, fields
+from typing import Any, Generic, TypeVar
+
+import orjson
+import structlog
+
+from vpa.kube.client import ApiError, Gone, KubeClient, Query
+from vpa.model.clock import Clock
+
+T = TypeVar("T")
+Key = tuple[str, str]  # (namespace, name); namespace is "" for cluster-scoped objects
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass
+class WatchStats:
+    """Counters of what a cache has been through; also reported one by one to the `observer` hook."""
+
+    lists: int = 0  # complete LISTs (the initial one included)
+    relists: int = 0  # LISTs after the first (410 Gone, or an unrecoverable watch error)
+    list_restarts: int = 0  # paged LISTs started over because the continue token expired
+    watches: int = 0  # WATCH requests opened
+    restarts: int = 0  # watches that ended and were reopened (server timeout, drop, stall, error)
+    events: int = 0  # ADDED/MODIFIED/DELETED events applied
+    bookmarks: int = 0
+    gone: int = 0  # 410 answers
+    stalls: int = 0  # watches restarted by the watchdog
+    errors: int = 0  # failed LIST/WATCH attempts (followed by backoff)
+    malformed: int = 0  # objects the transform rejected (or without metadata.name)
+    handler_errors: int = 0  # exceptions raised by event handlers (logged, then ignored)
+
+    def as_dict(self) -> dict[str, int]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+class _Stalled(Exception):
+    """The watchdog fired: no event or bookmark for too long."""
+
+
+class WatchCache(Generic[T]):
+    """An informer for one collection path, e.g. `/api/v1/pods` or `/apis/g/v/namespaces/ns/plural`.
+
+    Run it with `task = asyncio.create_task(cache.run())`; `await cache.wait_synced()` before trusting it.
+    Handlers run synchronously inside the cache's task, in the order the server produced the changes; they
+    must be quick (hand work to a queue) and must not mutate the objects.
+    """
+
+    def __init__(
+        self,
+        client: KubeClient,
+        clock: Clock,
+        path: str,
+        transform: Callable[[dict[str, Any]], T | None],
+        *,
+        name: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        page_size: int = 500,
+        list_timeout_s: float = 60.0,
+        watch_timeout_s: int | None = None,
+        watch_read_timeout_s: float | None = None,
+        stall_timeout_s: float | None = None,
+        backoff_base_s: float = 0.5,
+        backoff_max_s: float = 30.0,
+        observer: Callable[[str, str, int], None] | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._client = client
+        self._clock = clock
+        self._path = path
+        self._transform = transform
+        self.name = name or path
+        self._label_selector = label_selector
+        self._field_selector = field_selector
+        self._page_size = page_size
+        self._list_timeout_s = list_timeout_s
+        self._watch_timeout_s = client.options.watch_timeout_s if watch_timeout_s is None else watch_timeout_s
+        self._watch_read_timeout_s = (
+            self._watch_timeout_s + 60.0 if watch_read_timeout_s is None else watch_read_timeout_s
+        )
+        self._stall_timeout_s = self._watch_timeout_s + 30.0 if stall_timeout_s is None else stall_timeout_s
+        self._backoff_base_s = backoff_base_s
+        self._backoff_max_s = backoff_max_s
+        self._observer = observer
+        self._rng = rng or random.Random()
+
+        self._items: dict[Key, T] = {}
+        self._rvs: dict[Key, str] = {}
+        self._indexers: dict[str, Callable[[T], Iterable[str]]] = {}
+        self._indices: dict[str, dict[str, set[Key]]] = {}
+        self._on_add: list[Callable[[T], None]] = []
+        self._on_update: list[Callable[[T, T], None]] = []
+        self._on_delete: list[Callable[[T], None]] = []
+        self._rv = ""
+        self._synced = asyncio.Event()
+        self._last_event = clock.monotonic()
+        self.stats = WatchStats()
+
+    # ----------------------------------------------------------------------------------- reading
+
+    @property
+    def has_synced(self) -> bool:
+        return self._synced.is_set()
+
+    async def wait_synced(self) -> None:
+        await self._synced.wait()
+
+    @property
+    def resource_version(self) -> str:
+        """The resourceVersion the cache is current at (from the last LIST, event or bookmark)."""
+        return self._rv
+
+    @property
+    def last_event_monotonic(self) -> float:
+        """Clock reading of the last line (event or bookmark) received on a watch, or of the last LIST."""
+        return self._last_event
+
+    def get(self, namespace: str | None, name: str) -> T | None:
+        return self._items.get((namespace or "", name))
+
+    def list(self) -> list[T]:
+        return list(self._items.values())
+
+    def keys(self) -> builtins.list[Key]:
+        return list(self._items)
+
+    def resource_versions(self) -> dict[Key, str]:
+        """Each cached object's resourceVersion (for consistency checks against the server)."""
+        return dict(self._rvs)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._items
+
+    # ----------------------------------------------------------------------------- indexes, handlers
+
+    def add_index(self, name: str, key_fn: Callable[[T], Iterable[str]]) -> None:
+        """Maintain `name`: index value → objects; `key_fn` returns every value an object is filed under."""
+        if name in self._indexers:
+            raise ValueError(f"index {name!r} already exists on {self.name}")
+        self._indexers[name] = key_fn
+        index: dict[str, set[Key]] = {}
+        self._indices[name] = index
+        for key, obj in self._items.items():
+            for value in key_fn(obj):
+                index.setdefault(value, set()).add(key)
+
+    def by_index(self, name: str, value: str) -> builtins.list[T]:
+        keys = self._indices[name].get(value)
+        if not keys:
+            return []
+        items = self._items
+        return [items[key] for key in keys]
+
+    def index_values(self, name: str) -> builtins.list[str]:
+        return list(self._indices[name])
+
+    def on_add(self, handler: Callable[[T], None]) -> None:
+        self._on_add.append(handler)
+
+    def on_update(self, handler: Callable[[T, T], None]) -> None:
+        """`handler(old, new)`."""
+        self._on_update.append(handler)
+
+    def on_delete(self, handler: Callable[[T], None]) -> None:
+        self._on_delete.append(handler)
+
+    # ----------------------------------------------------------------------------------- the loop
+
+    async def run(self) -> None:
+        """LIST and WATCH until cancelled. Never returns on its own and never raises on API failures."""
+        need_list = True
+        failures = 0
+        while True:
+            try:
+                if need_list:
+                    await self._list_and_replace()
+                    need_list = False
+                    failures = 0
+                progressed = await self._watch_once()
+                self._count("restarts")
+                failures = 0
+                if not progressed:
+                    # A server that closes watches at once without a line must not make us spin; a short
+                    # pause (not a growing one) keeps recovery fast when it was only a dropped connection.
+                    await self._clock.sleep(self._backoff_s(0))
+            except asyncio.CancelledError:
+                raise
+            except Gone as exc:
+                self._count("gone")
+                log.info("watch_cache_gone", cache=self.name, resource_version=self._rv, error=exc.message)
+                need_list = True
+                failures += 1
+                if failures > 1:
+                    await self._clock.sleep(self._backoff_s(failures - 2))
+            except _Stalled:
+                self._count("stalls")
+                self._count("restarts")
+                log.warning(
+                    "watch_cache_stalled",
+                    cache=self.name,
+                    silent_s=self._stall_timeout_s,
+                    resource_version=self._rv,
+                )
+            except Exception as exc:
+                self._count("errors")
+                delay = self._backoff_s(failures)
+                failures += 1
+                log.warning(
+                    "watch_cache_error",
+                    cache=self.name,
+                    error=f"{type(exc).__name__}: {exc}",
+                    retry_in_s=round(delay, 3),
+                    relist=need_list,
+                )
+                if self.has_synced and not need_list:
+                    self._count("restarts")
+                await self._clock.sleep(delay)
+
+    def _backoff_s(self, attempt: int) -> float:
+        ceiling = min(self._backoff_max_s, self._backoff_base_s * 2.0 ** min(attempt, 30))
+        return ceiling * (0.5 + 0.5 * self._rng.random())
+
+    def _count(self, what: str, n: int = 1) -> None:
+        setattr(self.stats, what, getattr(self.stats, what) + n)
+        if self._observer is not None:
+            self._observer(self.name, what, n)
+
+    def _selectors(self, query: dict[str, str | int | bool]) -> dict[str, str | int | bool]:
+        if self._label_selector:
+            query["labelSelector"] = self._label_selector
+        if self._field_selector:
+            query["fieldSelector"] = self._field_selector
+        return query
+
+    # ------------------------------------------------------------------------------------------ LIST
+
+    async def _list(self) -> tuple[dict[Key, T], dict[Key, str], str]:
+        items: dict[Key, T] = {}
+        rvs: dict[Key, str] = {}
+        page_size = self._page_size
+        continue_token: str | None = None
+        while True:
+            query = self._selectors({})
+            if page_size > 0:
+                query["limit"] = page_size
+            if continue_token:
+                query["continue"] = continue_token
+            try:
+                _, raw = await self._client.request_raw(
+                    "GET", self._path, query=query, timeout_s=self._list_timeout_s
+                )
+            except Gone:
+                if not continue_token:
+                    raise
+                # The continue token outlived the server's compaction window: start over, unpaged, as
+                # client-go's pager does, so the same thing cannot happen again mid-way.
+                self._count("list_restarts")
+                log.info("watch_cache_list_restart", cache=self.name, reason="continue token expired")
+                items.clear()
+                rvs.clear()
+                continue_token = None
+                page_size = 0
+                continue
+            metadata = self._parse_page(raw, items, rvs)
+            continue_token = metadata.get("continue") or None
+            if not continue_token:
+                return items, rvs, str(metadata.get("resourceVersion") or "")
+            # Let the rest of the process (the webhook) breathe between pages.
+            await asyncio.sleep(0)
+
+    def _parse_page(self, raw: bytes, items: dict[Key, T], rvs: dict[Key, str]) -> dict[str, Any]:
+        # Parsing tens of MB allocates millions of objects: the cyclic GC would otherwise run full
+        # collections over the growing cache again and again (4x slower, see research/tooling.md §2).
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            document = orjson.loads(raw)
+            del raw
+            if not isinstance(document, dict):
+                raise ApiError(0, "BadList", f"LIST {self._path} did not return an object")
+            for obj in document.get("items") or ():
+                converted = self._convert(obj)
+                if converted is not None:
+                    key, rv, value = converted
+                    items[key] = value
+                    rvs[key] = rv
+            metadata = document.get("metadata")
+            return metadata if isinstance(metadata, dict) else {}
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+
+    def _convert(self, obj: Any) -> tuple[Key, str, T] | None:
+        """(key, resourceVersion, transformed) or None for a malformed/skipped object (counted, logged)."""
+        metadata = obj.get("metadata") if isinstance(obj, dict) else None
+        name = metadata.get("name") if isinstance(metadata, dict) else None
+        if not isinstance(name, str) or not name or not isinstance(metadata, dict):
+            self._malformed(obj, "no metadata.name")
+            return None
+        namespace = metadata.get("namespace") or ""
+        try:
+            value = self._transform(obj)
+        except Exception as exc:
+            self._malformed(obj, f"{type(exc).__name__}: {exc}")
+            return None
+        if value is None:
+            self._malformed(obj, "rejected by transform")
+            return None
+        return (sys.intern(str(namespace)), name), str(metadata.get("resourceVersion") or ""), value
+
+    def _malformed(self, obj: Any, why: str) -> None:
+        self._count("malformed")
+        metadata = obj.get("metadata") if isinstance(obj, dict) else None
+        ident = (
+            f"{metadata.get('namespace', '')}/{metadata.get('name', '?')}"
+            if isinstance(metadata, dict)
+            else "?"
+        )
+        log.warning("watch_cache_skipped_object", cache=self.name, object=ident, reason=why)
+
+    async def _list_and_replace(self) -> None:
+        items, rvs, rv = await self._list()
+        first = not self.has_synced
+        self._count("lists")
+        if not first:
+            self._count("relists")
+        self._replace(items, rvs)
+        self._rv = rv
+        self._last_event = self._clock.monotonic()
+        if first:
+            log.info("watch_cache_synced", cache=self.name, objects=len(items), resource_version=rv)
+        self._synced.set()
+
+    def _replace(self, items: dict[Key, T], rvs: dict[Key, str]) -> None:
+        """Make the cache equal to a fresh LIST, telling handlers what changed while we were not looking."""
+        old_items, old_rvs = self._items, self._rvs
+        for key in [k for k in old_items if k not in items]:
+            old = old_items[key]
+            self._index_remove(key, old)
+            del old_items[key]
+            del old_rvs[key]
+            self._deliver_delete(old)
+        for key, value in items.items():
+            old_value = old_items.get(key)
+            if old_value is None:
+                old_items[key] = value
+                old_rvs[key] = rvs[key]
+                self._index_add(key, value)
+                self._deliver_add(value)
+            elif old_rvs[key] != rvs[key]:
+                self._index_remove(key, old_value)
+                old_items[key] = value
+                old_rvs[key] = rvs[key]
+                self._index_add(key, value)
+                self._deliver_update(old_value, value)
+
+    # ----------------------------------------------------------------------------------------- WATCH
+
+    async def _watch_once(self) -> bool:
+        """One WATCH request. Returns whether any line arrived; raises Gone, _Stalled or other errors."""
+        query = self._selectors(
+            {
+                "watch": "true",
+                "resourceVersion": self._rv,
+                "allowWatchBookmarks": "true",
+                "timeoutSeconds": self._watch_timeout_s,
+            }
+        )
+        self._count("watches")
+        self._last_event = self._clock.monotonic()
+        progress = [False]
+        reader = asyncio.create_task(self._consume(query, progress), name=f"watch:{self.name}")
+        watchdog = asyncio.create_task(self._watchdog(), name=f"watchdog:{self.name}")
+        try:
+            await asyncio.wait({reader, watchdog}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (reader, watchdog):
+                if not task.done():
+                    task.cancel()
+            for task in (reader, watchdog):
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        if reader.done() and not reader.cancelled() and reader.exception() is None:
+            return progress[0]
+        if reader.done() and not reader.cancelled():
+            exc = reader.exception()
+            assert exc is not None
+            raise exc
+        raise _Stalled()
+
+    async def _watchdog(self) -> None:
+        while True:
+            remaining = self._last_event + self._stall_timeout_s - self._clock.monotonic()
+            if remaining <= 0:
+                return
+            await self._clock.sleep(remaining)
+
+    async def _consume(self, query: Query, progress: builtins.list[bool]) -> None:
+        stream = self._client.stream_lines(self._path, query, read_timeout_s=self._watch_read_timeout_s)
+        async with contextlib.aclosing(stream) as lines:
+            async for line in lines:
+                self._last_event = self._clock.monotonic()
+                progress[0] = True
+                self._handle_line(line)
+
+    def _handle_line(self, line: bytes) -> None:
+        try:
+            event = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            raise ApiError(0, "BadWatchEvent", f"undecodable watch line: {line[:120]!r}") from exc
+        kind = event.get("type") if isinstance(event, dict) else None
+        obj = event.get("object") if isinstance(event, dict) else None
+        if kind == "BOOKMARK":
+            metadata = obj.get("metadata") if isinstance(obj, dict) else None
+            rv = metadata.get("resourceVersion") if isinstance(metadata, dict) else None
+            if rv:
+                self._rv = str(rv)
+            self._count("bookmarks")
+            return
+        if kind == "ERROR":
+            status = obj if isinstance(obj, dict) else {}
+            code = int(status.get("code") or 0)
+            error = ApiError.from_response(code, orjson.dumps(status))
+            raise error
+        if kind not in ("ADDED", "MODIFIED", "DELETED"):
+            log.warning("watch_cache_unknown_event", cache=self.name, type=kind)
+            return
+        self._count("events")
+        self._apply(kind, obj)
+
+    def _apply(self, kind: str, obj: Any) -> None:
+        metadata = obj.get("metadata") if isinstance(obj, dict) else None
+        if isinstance(metadata, dict) and metadata.get("resourceVersion"):
+            # The stream's position advances even past objects we skip.
+            self._rv = str(metadata["resourceVersion"])
+        if kind == "DELETED":
+            name = metadata.get("name") if isinstance(metadata, dict) else None
+            if not isinstance(name, str) or not isinstance(metadata, dict):
+                self._malformed(obj, "no metadata.name")
+                return
+            key = (str(metadata.get("namespace") or ""), name)
+            old = self._items.pop(key, None)
+            if old is None:
+                return
+            del self._rvs[key]
+            self._index_remove(key, old)
+            # Hand out the final state when it converts; otherwise the last state we knew.
+            try:
+                final = self._transform(obj)
+            except Exception:
+                final = None
+            self._deliver_delete(final if final is not None else old)
+            return
+        converted = self._convert(obj)
+        if converted is None:
+            # An object that turned malformed must not linger in its last good state.
+            name = metadata.get("name") if isinstance(metadata, dict) else None
+            if isinstance(name, str) and isinstance(metadata, dict):
+                key = (str(metadata.get("namespace") or ""), name)
+                gone = self._items.pop(key, None)
+                if gone is not None:
+                    del self._rvs[key]
+                    self._index_remove(key, gone)
+                    self._deliver_delete(gone)
+            return
+        key, rv, value = converted
+        old = self._items.get(key)
+        if old is None:
+            self._items[key] = value
+            self._rvs[key] = rv
+            self._index_add(key, value)
+            self._deliver_add(value)
+            return
+        if self._rvs[key] == rv:
+            return  # a replay of what we already have (re-watch overlap)
+        self._index_remove(key, old)
+        self._items[key] = value
+        self._rvs[key] = rv
+        self._index_add(key, value)
+        self._deliver_update(old, value)
+
+    # --------------------------------------------------------------------------- index bookkeeping
+
+    def _index_add(self, key: Key, obj: T) -> None:
+        for name, key_fn in self._indexers.items():
+            index = self._indices[name]
+            for value in key_fn(obj):
+                bucket = index.get(value)
+                if bucket is None:
+                    index[value] = {key}
+                else:
+                    bucket.add(key)
+
+    def _index_remove(self, key: Key, obj: T) -> None:
+        for name, key_fn in self._indexers.items():
+            index = self._indices[name]
+            for value in key_fn(obj):
+                bucket = index.get(value)
+                if bucket is not None:
+                    bucket.discard(key)
+                    if not bucket:
+                        del index[value]
+
+    # ------------------------------------------------------------------------------------- delivery
+
+    def _deliver_add(self, obj: T) -> None:
+        for handler in self._on_add:
+            self._call(handler, obj)
+
+    def _deliver_update(self, old: T, new: T) -> None:
+        for handler in self._on_update:
+            try:
+                handler(old, new)
+            except Exception:
+                self._count("handler_errors")
+                log.exception("watch_cache_handler_failed", cache=self.name, event="update")
+
+    def _deliver_delete(self, obj: T) -> None:
+        for handler in self._on_delete:
+            self._call(handler, obj)
+
+    def _call(self, handler: Callable[[T], None], obj: T) -> None:
+        try:
+            handler(obj)
+        except Exception:
+            self._count("handler_errors")
+            log.exception("watch_cache_handler_failed", cache=self.name)
