@@ -1,0 +1,1 @@
+"""Benchmarks: scale and latency measurements, each runnable as `python -m benchmarks.<name>`."""

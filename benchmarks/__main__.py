@@ -1,0 +1,31 @@
+"""Run every benchmark (or the ones named): `python -m benchmarks [name ...]`.
+
+Each entry of `BENCHMARKS` names a module with `main(argv) -> int`; add yours there. The runner prints each
+benchmark's table and exits non-zero if any missed its target. Not part of CI's pass/fail.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+BENCHMARKS: dict[str, str] = {
+    "watch_cache": "benchmarks.watch_cache",
+}
+
+
+def main(argv: list[str]) -> int:
+    names = argv or list(BENCHMARKS)
+    unknown = [name for name in names if name not in BENCHMARKS]
+    if unknown:
+        print(f"unknown benchmark(s): {', '.join(unknown)}; known: {', '.join(BENCHMARKS)}", file=sys.stderr)
+        return 2
+    status = 0
+    for name in names:
+        module = importlib.import_module(BENCHMARKS[name])
+        status |= int(module.main([]))
+    return status
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
