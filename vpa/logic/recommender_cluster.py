@@ -1,0 +1,366 @@
+"""The recommender's model of the cluster: pods, their containers, aggregates and the VPAs using them.
+
+Owns: `ClusterState` — pods (labels, phase, containers with their sample bookkeeping), aggregates keyed
+by (namespace, container name, pod label set), VPAs (their view, selector, the aggregates their selector
+matches, checkpoint-restored initial state, matching pod count); sample and OOM intake; the per-VPA
+merge of aggregates by container name (plus checkpointed state) that estimation reads; the state a
+checkpoint stores (minus each live container's in-progress memory peak); and aggregate garbage
+collection (empty and non-contributive, or expired after the memory window).
+
+Must not: call the API, resolve controllers (the caller says which pods still have a live controller),
+read the clock (every mutating call takes `now` or a sample time), log, or emit metrics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Final, Protocol
+
+from vpa.logic.aggregation import (
+    AggregateContainerState,
+    AggregationConfig,
+    ContainerState,
+)
+from vpa.logic.checkpointing import aggregate_from_checkpoint_status
+from vpa.model.resources import Resources
+from vpa.model.vpa import VpaView
+
+INACTIVE_POD_PHASES: Final = frozenset({"Succeeded", "Failed"})
+
+
+class LabelMatcher(Protocol):
+    """A label selector (`vpa.model.selector.Selector` fits)."""
+
+    def matches(self, labels: Mapping[str, str]) -> bool: ...
+
+
+@dataclass(frozen=True, slots=True)
+class PodId:
+    namespace: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerId:
+    pod: PodId
+    container_name: str
+
+
+LabelSet = frozenset[tuple[str, str]]
+
+
+@dataclass(frozen=True, slots=True)
+class AggregateStateKey:
+    """All containers with this name, in this namespace, in pods with exactly these labels, share one
+    aggregate."""
+
+    namespace: str
+    container_name: str
+    labels: LabelSet
+
+    def label_map(self) -> dict[str, str]:
+        return dict(self.labels)
+
+
+class UnknownContainerError(KeyError):
+    """A sample or OOM for a pod or container the cluster state does not track."""
+
+
+@dataclass(slots=True)
+class _Pod:
+    pod_id: PodId
+    labels: LabelSet
+    label_map: Mapping[str, str]
+    phase: str
+    containers: dict[str, ContainerState] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _Vpa:
+    view: VpaView
+    selector: LabelMatcher
+    aggregates: dict[AggregateStateKey, AggregateContainerState] = field(default_factory=dict)
+    initial_states: dict[str, AggregateContainerState] = field(default_factory=dict)
+    pod_count: int = 0
+    checkpoint_written: float | None = None
+
+
+class ClusterState:
+    """Pods, aggregates and VPAs, linked the way upstream's recommender links them."""
+
+    def __init__(self, config: AggregationConfig) -> None:
+        self.config = config
+        self._pods: dict[PodId, _Pod] = {}
+        self._pods_by_namespace: dict[str, dict[PodId, _Pod]] = {}
+        self._aggregates: dict[AggregateStateKey, AggregateContainerState] = {}
+        self._vpas: dict[tuple[str, str], _Vpa] = {}
+        self._vpas_by_namespace: dict[str, dict[str, _Vpa]] = {}
+        self._label_sets: dict[LabelSet, LabelSet] = {}
+
+    # --- read-only views -------------------------------------------------------------------------------
+
+    @property
+    def aggregates(self) -> Mapping[AggregateStateKey, AggregateContainerState]:
+        return self._aggregates
+
+    def pod_ids(self) -> Iterator[PodId]:
+        return iter(self._pods)
+
+    def vpa_keys(self) -> Iterator[tuple[str, str]]:
+        return iter(self._vpas)
+
+    def vpa_view(self, namespace: str, name: str) -> VpaView:
+        return self._vpa(namespace, name).view
+
+    def matching_pod_count(self, namespace: str, name: str) -> int:
+        """Tracked pods whose labels the VPA's selector matches (upstream `PodCount`)."""
+        return self._vpa(namespace, name).pod_count
+
+    def container_state(self, container_id: ContainerId) -> ContainerState:
+        return self._container(container_id)
+
+    # --- pods ------------------------------------------------------------------------------------------
+
+    def add_or_update_pod(self, pod_id: PodId, labels: Mapping[str, str], phase: str, now: float) -> None:
+        """Track a pod; when its labels change, its containers move to the aggregates of the new labels."""
+        label_set = self._intern(labels)
+        pod = self._pods.get(pod_id)
+        if pod is None:
+            pod = _Pod(pod_id, label_set, dict(labels), phase)
+            self._pods[pod_id] = pod
+            self._pods_by_namespace.setdefault(pod_id.namespace, {})[pod_id] = pod
+            self._count_pod(pod, +1)
+        elif pod.labels != label_set:
+            self._count_pod(pod, -1)
+            pod.labels = label_set
+            pod.label_map = dict(labels)
+            for container_name in pod.containers:
+                self._find_or_create_aggregate(self._key(pod, container_name), now)
+            self._count_pod(pod, +1)
+        pod.phase = phase
+
+    def add_or_update_container(self, container_id: ContainerId, request: Resources, now: float) -> None:
+        pod = self._pods.get(container_id.pod)
+        if pod is None:
+            raise UnknownContainerError(
+                f"pod {container_id.pod.namespace}/{container_id.pod.name} is not tracked")
+        container = pod.containers.get(container_id.container_name)
+        if container is None:
+            self._find_or_create_aggregate(self._key(pod, container_id.container_name), now)
+            container = ContainerState(_AggregateLookup(self, pod, container_id.container_name))
+            pod.containers[container_id.container_name] = container
+        container.request_cpu_millicores = request.cpu_millicores
+        container.request_memory_bytes = request.memory_bytes
+
+    def delete_pod(self, pod_id: PodId) -> None:
+        """Forget a pod; its aggregates stay until garbage collection."""
+        pod = self._pods.pop(pod_id, None)
+        if pod is None:
+            return
+        self._count_pod(pod, -1)
+        namespace_pods = self._pods_by_namespace.get(pod_id.namespace)
+        if namespace_pods is not None:
+            namespace_pods.pop(pod_id, None)
+            if not namespace_pods:
+                del self._pods_by_namespace[pod_id.namespace]
+
+    # --- samples ---------------------------------------------------------------------------------------
+
+    def add_cpu_sample(self, container_id: ContainerId, usage_millicores: int, timestamp: float) -> bool:
+        """False when the sample is discarded (negative, duplicate or out of order)."""
+        return self._container(container_id).add_cpu_sample(usage_millicores, timestamp)
+
+    def add_memory_sample(self, container_id: ContainerId, usage_bytes: int, timestamp: float) -> bool:
+        """False when the sample is discarded (negative or older than the last memory sample)."""
+        return self._container(container_id).add_memory_sample(usage_bytes, timestamp)
+
+    def record_oom(self, container_id: ContainerId, timestamp: float, requested_memory_bytes: int) -> int:
+        """Record an OOM kill; returns the bumped memory added as a peak. Raises OomRejected (too old)."""
+        return self._container(container_id).record_oom(timestamp, requested_memory_bytes)
+
+    # --- VPAs ------------------------------------------------------------------------------------------
+
+    def add_or_update_vpa(self, view: VpaView, selector: LabelMatcher) -> None:
+        """Track a VPA. A changed selector starts it afresh (links and checkpointed state are rebuilt, as
+        upstream deletes and re-creates the VPA); a changed resource policy is pushed to its aggregates."""
+        key = (view.namespace, view.name)
+        vpa = self._vpas.get(key)
+        if vpa is not None and vpa.selector != selector:
+            self.delete_vpa(view.namespace, view.name)
+            vpa = None
+        if vpa is None:
+            vpa = _Vpa(view, selector)
+            self._vpas[key] = vpa
+            self._vpas_by_namespace.setdefault(view.namespace, {})[view.name] = vpa
+            for aggregate_key, aggregate in self._aggregates.items():
+                self._use_if_matching(vpa, aggregate_key, aggregate)
+            vpa.pod_count = sum(1 for pod in self._pods_by_namespace.get(view.namespace, {}).values()
+                                if selector.matches(pod.label_map))
+            return
+        policy_changed = vpa.view.resource_policy != view.resource_policy
+        vpa.view = view
+        if policy_changed:
+            for aggregate_key, aggregate in vpa.aggregates.items():
+                aggregate.update_from_policy(view.resource_policy.for_container(aggregate_key.container_name),
+                                             self.config)
+
+    def delete_vpa(self, namespace: str, name: str) -> None:
+        vpa = self._vpas.pop((namespace, name), None)
+        if vpa is None:
+            return
+        namespace_vpas = self._vpas_by_namespace.get(namespace)
+        if namespace_vpas is not None:
+            namespace_vpas.pop(name, None)
+            if not namespace_vpas:
+                del self._vpas_by_namespace[namespace]
+
+    def set_initial_state(self, namespace: str, name: str, container_name: str,
+                          state: AggregateContainerState) -> None:
+        """Attach checkpoint-restored history for one container of a VPA (kept for the VPA's lifetime)."""
+        self._vpa(namespace, name).initial_states[container_name] = state
+
+    def load_checkpoint(self, namespace: str, vpa_name: str, container_name: str, status: object,
+                        now: float) -> None:
+        """Restore a VerticalPodAutoscalerCheckpoint `status`. Raises CheckpointError (malformed) or
+        KeyError (no such VPA); the caller logs and skips."""
+        self._vpa(namespace, vpa_name)
+        state = aggregate_from_checkpoint_status(status, self.config, now)
+        self.set_initial_state(namespace, vpa_name, container_name, state)
+
+    def mark_checkpoint_written(self, namespace: str, name: str, now: float) -> None:
+        self._vpa(namespace, name).checkpoint_written = now
+
+    def checkpoint_written(self, namespace: str, name: str) -> float | None:
+        return self._vpa(namespace, name).checkpoint_written
+
+    # --- what estimation and checkpoints read ----------------------------------------------------------
+
+    def merged_states(self, namespace: str, name: str) -> dict[str, AggregateContainerState]:
+        """The VPA's aggregates merged by container name, then merged with its checkpointed state.
+
+        Fresh objects: estimation and checkpoint writing may change them freely. (Merging may re-base the
+        live aggregates' histogram references in place, which leaves their percentiles unchanged.)
+        """
+        vpa = self._vpa(namespace, name)
+        merged: dict[str, AggregateContainerState] = {}
+        for key, aggregate in vpa.aggregates.items():
+            target = merged.get(key.container_name)
+            if target is None:
+                target = AggregateContainerState(self.config, aggregate.creation_time)
+                merged[key.container_name] = target
+            target.merge(aggregate)
+        for container_name, initial in vpa.initial_states.items():
+            target = merged.get(container_name)
+            if target is None:
+                target = merged[container_name] = AggregateContainerState(self.config, initial.creation_time)
+            target.merge(initial)
+        return merged
+
+    def checkpoint_states(self, namespace: str, name: str, now: float) -> dict[str, AggregateContainerState]:
+        """What to checkpoint for each container name of the VPA: the merged state minus the current
+        (unfinished) memory peak of every live container feeding it, so that a restore followed by new
+        samples does not count that interval twice."""
+        vpa = self._vpa(namespace, name)
+        states = self.merged_states(namespace, name)
+        for pod in self._pods_by_namespace.get(namespace, {}).values():
+            for container_name, container in pod.containers.items():
+                state = states.get(container_name)
+                if state is None or self._key(pod, container_name) not in vpa.aggregates:
+                    continue
+                window_end = container.window_end
+                if window_end is not None and now < window_end:
+                    state.subtract_memory_peak(container.max_memory_peak, window_end)
+        return states
+
+    # --- garbage collection ----------------------------------------------------------------------------
+
+    def garbage_collect(self, now: float, pods_with_live_controller: Collection[PodId] = frozenset(),
+                        ) -> list[AggregateStateKey]:
+        """Drop aggregates that are empty and fed by no contributive pod, or expired (no CPU sample for a
+        memory window, or empty and older than one). A pod is contributive while it is not
+        Succeeded/Failed, or while its controller still exists. Returns the deleted keys."""
+        contributive: set[AggregateStateKey] = set()
+        for pod in self._pods.values():
+            if pod.phase not in INACTIVE_POD_PHASES or pod.pod_id in pods_with_live_controller:
+                for container_name in pod.containers:
+                    contributive.add(self._key(pod, container_name))
+        doomed = [key for key, aggregate in self._aggregates.items()
+                  if (key not in contributive and aggregate.is_empty()) or aggregate.is_expired(now)]
+        for key in doomed:
+            del self._aggregates[key]
+            for vpa in self._vpas_by_namespace.get(key.namespace, {}).values():
+                vpa.aggregates.pop(key, None)
+        return doomed
+
+    # --- internals -------------------------------------------------------------------------------------
+
+    def _vpa(self, namespace: str, name: str) -> _Vpa:
+        vpa = self._vpas.get((namespace, name))
+        if vpa is None:
+            raise KeyError(f"VPA {namespace}/{name} is not tracked")
+        return vpa
+
+    def _container(self, container_id: ContainerId) -> ContainerState:
+        pod = self._pods.get(container_id.pod)
+        if pod is None:
+            raise UnknownContainerError(
+                f"pod {container_id.pod.namespace}/{container_id.pod.name} is not tracked")
+        container = pod.containers.get(container_id.container_name)
+        if container is None:
+            raise UnknownContainerError(
+                f"container {container_id.container_name} of pod {container_id.pod.namespace}/"
+                f"{container_id.pod.name} is not tracked")
+        return container
+
+    def _intern(self, labels: Mapping[str, str]) -> LabelSet:
+        label_set = frozenset(labels.items())
+        return self._label_sets.setdefault(label_set, label_set)
+
+    @staticmethod
+    def _key(pod: _Pod, container_name: str) -> AggregateStateKey:
+        return AggregateStateKey(pod.pod_id.namespace, container_name, pod.labels)
+
+    def _find_or_create_aggregate(self, key: AggregateStateKey, now: float) -> AggregateContainerState:
+        aggregate = self._aggregates.get(key)
+        if aggregate is None:
+            aggregate = AggregateContainerState(self.config, now)
+            self._aggregates[key] = aggregate
+            for vpa in self._vpas_by_namespace.get(key.namespace, {}).values():
+                self._use_if_matching(vpa, key, aggregate)
+        return aggregate
+
+    def _use_if_matching(self, vpa: _Vpa, key: AggregateStateKey, aggregate: AggregateContainerState) -> None:
+        if key in vpa.aggregates or key.namespace != vpa.view.namespace:
+            return
+        if not vpa.selector.matches(key.label_map()):
+            return
+        vpa.aggregates[key] = aggregate
+        aggregate.update_from_policy(vpa.view.resource_policy.for_container(key.container_name), self.config)
+
+    def _count_pod(self, pod: _Pod, delta: int) -> None:
+        for vpa in self._vpas_by_namespace.get(pod.pod_id.namespace, {}).values():
+            if vpa.selector.matches(pod.label_map):
+                vpa.pod_count += delta
+
+
+class _AggregateLookup:
+    """A container's route to its aggregate: found by the pod's current labels, re-created if collected.
+
+    A re-created aggregate is stamped with the sample's time (upstream uses the wall clock at that moment,
+    which in a live loop is the same to within the metrics resolution)."""
+
+    __slots__ = ("_cluster", "_container_name", "_pod")
+
+    def __init__(self, cluster: ClusterState, pod: _Pod, container_name: str) -> None:
+        self._cluster = cluster
+        self._pod = pod
+        self._container_name = container_name
+
+    def __call__(self, now: float) -> AggregateContainerState:
+        cluster = self._cluster
+        key = AggregateStateKey(self._pod.pod_id.namespace, self._container_name, self._pod.labels)
+        aggregate = cluster._aggregates.get(key)
+        if aggregate is None:
+            aggregate = cluster._find_or_create_aggregate(key, now)
+        return aggregate
