@@ -178,6 +178,8 @@ def _type_name(value: object) -> str:
 
 
 def _map(value: object, field: str) -> Mapping[str, Any]:
+    if type(value) is dict:  # the common case, without the ABC check's cost
+        return value
     if value is None:
         return _EMPTY_MAP
     if not isinstance(value, Mapping):
@@ -186,6 +188,8 @@ def _map(value: object, field: str) -> Mapping[str, Any]:
 
 
 def _list(value: object, field: str) -> list[Any]:
+    if type(value) is list:
+        return value
     if value is None:
         return []
     if not isinstance(value, list):
