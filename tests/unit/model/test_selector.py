@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from vpa.model.selector import Operator, Requirement, Selector, SelectorError
 
@@ -272,3 +274,35 @@ def test_label_key_rules(key: str, ok: bool) -> None:
     else:
         with pytest.raises(SelectorError):
             Requirement.of(key, Operator.EXISTS)
+
+
+_names = st.from_regex(r"[a-z0-9]([a-z0-9._-]{0,10}[a-z0-9])?", fullmatch=True).filter(
+    lambda s: s not in ("in", "notin")
+)
+_keys = st.one_of(
+    _names, st.builds(lambda p, n: f"{p}.io/{n}", st.from_regex(r"[a-z]{1,8}", fullmatch=True), _names)
+)
+_requirements = st.one_of(
+    st.builds(lambda k, v: Requirement.of(k, Operator.EQUALS, [v]), _keys, _names),
+    st.builds(lambda k, v: Requirement.of(k, Operator.NOT_EQUALS, [v]), _keys, _names),
+    st.builds(
+        lambda k, vs: Requirement.of(k, Operator.IN, vs), _keys, st.lists(_names, min_size=1, max_size=4)
+    ),
+    st.builds(
+        lambda k, vs: Requirement.of(k, Operator.NOT_IN, vs), _keys, st.lists(_names, min_size=1, max_size=4)
+    ),
+    st.builds(lambda k: Requirement.of(k, Operator.EXISTS), _keys),
+    st.builds(lambda k: Requirement.of(k, Operator.DOES_NOT_EXIST), _keys),
+    st.builds(lambda k, n: Requirement.of(k, Operator.GREATER_THAN, [str(n)]), _keys, st.integers(-99, 99)),
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(_requirements, max_size=6), st.dictionaries(_keys, _names, max_size=6))
+def test_string_form_round_trips_and_agrees_on_matching(
+    requirements: list[Requirement], labels: dict[str, str]
+) -> None:
+    selector = Selector.of(requirements)
+    parsed = Selector.parse(selector.to_string())
+    assert parsed == selector
+    assert parsed.matches(labels) == all(r.matches(labels) for r in requirements)
