@@ -1,0 +1,243 @@
+"""`metrics.k8s.io/v1beta1` as metrics-server serves it, computed on request from usage profiles.
+
+Owns: `PodMetrics` (running pods only: `metadata{name, namespace, labels, creationTimestamp}`, `timestamp`,
+`window`, `containers[{name, usage{cpu, memory}}]`) and `NodeMetrics` (the sum over the node's running pods),
+label selection of the list, and the sampling instant (the current virtual time rounded down to the metrics
+resolution, so repeated reads within one resolution interval agree).
+
+Must not: keep samples or write to the store: every reading is computed lazily from the node agent's state.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from typing import Any
+
+from vpa.model.clock import VirtualClock
+from vpa.model.quantity import Quantity
+from vpa.sim.cluster.nodeagent import NodeAgent, _amounts
+from vpa.sim.cluster.options import ClusterOptions
+from vpa.sim.cluster.usage import UsageRegistry
+from vpa.sim.contracts import ApiError, HookRegistry, JsonObj
+
+
+def _stamp(t: float) -> str:
+    return dt.datetime.fromtimestamp(int(t), tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _window(seconds: float) -> str:
+    return f"{seconds:g}s"
+
+
+def cpu_string(millicores: int) -> str:
+    """metrics-server reports CPU in nanocores (`123456789n`); we keep whole millicores in that unit."""
+    return Quantity(millicores * 10**6).canonical() if millicores else "0"
+
+
+def memory_string(value: int) -> str:
+    return f"{value // 1024}Ki" if value % 1024 == 0 and value else str(value)
+
+
+def _selector_matches(selector: str | None, labels: Mapping[str, str]) -> bool:
+    """The label-selector string forms metrics clients send (`a=b`, `a!=b`, `a`, `!a`, `a in (x,y)`)."""
+    if not selector:
+        return True
+    parts: list[str] = []
+    depth, cur = 0, ""
+    for ch in selector:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    parts.append(cur)
+    for raw in parts:
+        part = raw.strip()
+        if not part:
+            continue
+        if " notin " in part or " in " in part:
+            negate = " notin " in part
+            key, values = part.split(" notin " if negate else " in ", 1)
+            options = {v.strip() for v in values.strip().strip("()").split(",")}
+            present = key.strip() in labels
+            inside = present and labels[key.strip()] in options
+            if (negate and inside) or (not negate and not inside):
+                return False
+        elif "!=" in part:
+            key, value = part.split("!=", 1)
+            if labels.get(key.strip()) == value.strip():
+                return False
+        elif "=" in part:
+            key, value = part.replace("==", "=").split("=", 1)
+            if labels.get(key.strip()) != value.strip():
+                return False
+        elif part.startswith("!"):
+            if part[1:].strip() in labels:
+                return False
+        elif part not in labels:
+            return False
+    return True
+
+
+class Metrics:
+    def __init__(
+        self, agent: NodeAgent, usage: UsageRegistry, clock: VirtualClock, options: ClusterOptions
+    ) -> None:
+        self.agent = agent
+        self.usage = usage
+        self.clock = clock
+        self.options = options
+
+    def register(self, hooks: HookRegistry) -> None:
+        hooks.add_aggregated_resource(
+            group="metrics.k8s.io",
+            version="v1beta1",
+            plural="pods",
+            kind="PodMetrics",
+            namespaced=True,
+            lister=self.list_pods,
+        )
+        hooks.add_aggregated_resource(
+            group="metrics.k8s.io",
+            version="v1beta1",
+            plural="nodes",
+            kind="NodeMetrics",
+            namespaced=False,
+            lister=self.list_nodes,
+        )
+
+    def sample_time(self) -> float:
+        res = self.options.metrics_resolution_s
+        now = self.clock.now()
+        return (now // res) * res if res > 0 else now
+
+    def _usage(self, pod: Mapping[str, Any], t: float) -> list[tuple[str, int, int]] | None:
+        k = (
+            (pod.get("metadata") or {}).get("namespace") or "",
+            (pod.get("metadata") or {}).get("name") or "",
+        )
+        run = self.agent.runs.get(k)
+        if run is None or run.phase != "Running" or run.uid != (pod.get("metadata") or {}).get("uid"):
+            return None
+        specs = {c.get("name"): c for c in (pod.get("spec") or {}).get("containers") or []}
+        out: list[tuple[str, int, int]] = []
+        for name, c in run.containers.items():
+            if c.terminated is not None or (c.waiting_until is not None and c.waiting_until > t):
+                continue
+            container = specs.get(name) or {"name": name}
+            req, lim = _amounts(c.actual)
+            started = min(c.started_at, t)
+            cpu = self.usage.cpu_millicores(pod, container, t, run.start_at, started, req, lim)
+            mem = self.usage.memory_bytes(pod, container, t, run.start_at, started, req, lim)
+            limit = lim.get("memory")
+            if limit is not None:
+                mem = min(mem, limit)  # the kernel never lets the working set exceed the limit
+            out.append((name, cpu, mem))
+        return out
+
+    def pod_metrics(self, pod: Mapping[str, Any], t: float) -> JsonObj | None:
+        usage = self._usage(pod, t)
+        if usage is None:
+            return None
+        md = pod.get("metadata") or {}
+        return {
+            "kind": "PodMetrics",
+            "apiVersion": "metrics.k8s.io/v1beta1",
+            "metadata": {
+                "name": md.get("name"),
+                "namespace": md.get("namespace"),
+                "labels": md.get("labels") or {},
+                "creationTimestamp": _stamp(self.clock.now()),
+            },
+            "timestamp": _stamp(t),
+            "window": _window(self.options.metrics_window_s),
+            "containers": [
+                {"name": n, "usage": {"cpu": cpu_string(cpu), "memory": memory_string(mem)}}
+                for n, cpu, mem in usage
+            ],
+        }
+
+    def list_pods(
+        self, namespace: str | None, name: str | None, label_selector: str | None = None
+    ) -> list[JsonObj]:
+        t = self.sample_time()
+        store = self.agent.store
+        if name is not None:
+            pod = store.get("pods", namespace, name)
+            item = self.pod_metrics(pod, t) if pod is not None else None
+            if item is None:
+                raise ApiError(
+                    404,
+                    "NotFound",
+                    f'podmetrics.metrics.k8s.io "{namespace}/{name}" not found',
+                    kind="pods",
+                    name=name,
+                    group="metrics.k8s.io",
+                )
+            return [item]
+        out: list[JsonObj] = []
+        for k in sorted(self.agent.runs):
+            if namespace and k[0] != namespace:
+                continue
+            pod = store.get("pods", k[0], k[1])
+            if pod is None or not _selector_matches(
+                label_selector, (pod.get("metadata") or {}).get("labels") or {}
+            ):
+                continue
+            item = self.pod_metrics(pod, t)
+            if item is not None:
+                out.append(item)
+        return out
+
+    def node_metrics(self, node_name: str, t: float) -> JsonObj | None:
+        node = self.agent.nodes.get(node_name)
+        if node is None:
+            return None
+        cpu = mem = 0
+        for k in node.pods:
+            pod = self.agent.store.get("pods", k[0], k[1])
+            usage = self._usage(pod, t) if pod is not None else None
+            for _n, c, m in usage or ():
+                cpu += c
+                mem += m
+        obj = self.agent.store.get("nodes", None, node_name) or {}
+        return {
+            "kind": "NodeMetrics",
+            "apiVersion": "metrics.k8s.io/v1beta1",
+            "metadata": {
+                "name": node_name,
+                "labels": (obj.get("metadata") or {}).get("labels") or {},
+                "creationTimestamp": _stamp(self.clock.now()),
+            },
+            "timestamp": _stamp(t),
+            "window": _window(self.options.metrics_window_s),
+            "usage": {"cpu": cpu_string(cpu), "memory": memory_string(mem)},
+        }
+
+    def list_nodes(
+        self, namespace: str | None, name: str | None, label_selector: str | None = None
+    ) -> list[JsonObj]:
+        t = self.sample_time()
+        if name is not None:
+            item = self.node_metrics(name, t)
+            if item is None:
+                raise ApiError(
+                    404,
+                    "NotFound",
+                    f'nodemetrics.metrics.k8s.io "{name}" not found',
+                    kind="nodes",
+                    name=name,
+                    group="metrics.k8s.io",
+                )
+            return [item]
+        out = []
+        for node_name in self.agent.node_order:
+            item = self.node_metrics(node_name, t)
+            if item is not None and _selector_matches(label_selector, item["metadata"]["labels"]):
+                out.append(item)
+        return out

@@ -1,0 +1,49 @@
+"""The knobs of the simulated cluster's behaviour (`ClusterOptions`), with defaults that suit tests.
+
+Owns: the option values and their validation. Must not: hold state or start anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SUPPORTED_VERSIONS = ((1, 32), (1, 33), (1, 34), (1, 35), (1, 36))
+
+
+@dataclass(frozen=True)
+class ClusterOptions:
+    nodes: int = 3
+    node_cpu_millicores: int = 4000
+    node_memory_bytes: int = 16 * 2**30
+    kubernetes_version: tuple[int, int] = (1, 35)  # 1.32 .. 1.36
+    # Node objects are named f"{node_name_prefix}{i}" for i in 1..nodes.
+    node_name_prefix: str = "node-"
+    max_pods_per_node: int = 110
+    # Virtual seconds from binding to Running (0: the binding write already reports Running).
+    pod_start_delay_s: float = 0.0
+    # Virtual seconds a deleted pod's containers take to stop (capped by its grace period); 0 = promptly.
+    pod_termination_s: float = 0.0
+    # Virtual seconds between a resize being allocated (PodResizeInProgress) and actuated.
+    resize_actuation_s: float = 0.0
+    # How often the kubelet retries a resize that failed to actuate (PodResizeInProgress/Error).
+    kubelet_retry_s: float = 60.0
+    # How long a Job's pods run before succeeding, unless annotated `sim.vpa.dev/run-seconds`.
+    job_run_s: float = 60.0
+    # Kubelet back-off before restarting a crashed (OOM-killed) container: 0 restarts at once.
+    crash_backoff_s: float = 0.0
+    # Usage of containers without a profile: this fraction of the request (or the limit).
+    default_usage_fraction: float = 0.5
+    # metrics.k8s.io: samples are taken at multiples of the resolution; `window` is reported as is.
+    metrics_resolution_s: float = 15.0
+    metrics_window_s: float = 30.0
+    # Directory that relative trace paths in usage profiles are resolved against (None: the cwd).
+    trace_dir: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.kubernetes_version not in SUPPORTED_VERSIONS:
+            raise ValueError(
+                f"kubernetes_version {self.kubernetes_version} not supported: "
+                f"{', '.join(f'{a}.{b}' for a, b in SUPPORTED_VERSIONS)}"
+            )
+        if self.nodes < 0:
+            raise ValueError("nodes must be >= 0")
