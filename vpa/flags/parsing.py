@@ -293,7 +293,8 @@ def parse_go_flags(argv: Sequence[str], specs: Mapping[str, FlagSpec]) -> Parsed
             if name in ("h", "help"):
                 parsed.help_requested = True
                 continue
-            raise FlagError(f"unknown flag: --{name}" + (f' (in "{arg}")' if has_value else ""))
+            as_typed = arg.partition("=")[0]
+            raise FlagError(f"unknown flag: {as_typed}" + (f' (in "{arg}")' if has_value else ""))
         if not has_value:
             if spec.kind.is_bool:
                 value = "true"
