@@ -41,6 +41,7 @@ from vpa.sim.apiserver.store import WARNINGS, Event, ObjectStore, Watcher, deep_
 from vpa.sim.contracts import ApiError, JsonObj, SubresourceRequest
 
 JSON = "application/json"
+_BODY_TYPES = {"application/json", "application/yaml", "application/apply-patch+yaml"}
 SubresourceVerb = Literal["GET", "POST", "PUT", "PATCH"]
 _PATCH_TYPES = {
     "application/json-patch+json": "json",
@@ -403,6 +404,15 @@ class ApiServer:
         if not raw:
             return None
         ctype = request.content_type
+        if ctype and ctype not in _BODY_TYPES:
+            # Protobuf and CBOR bodies are refused the way kube-apiserver refuses unknown media types;
+            # client-go then falls back to JSON.
+            raise ApiError(
+                415,
+                "UnsupportedMediaType",
+                f"the body of the request was in an unknown format - accepted media types include: "
+                f"{', '.join(sorted(_BODY_TYPES))}",
+            )
         try:
             return orjson.loads(raw)
         except orjson.JSONDecodeError:

@@ -564,6 +564,8 @@ class ObjectStore:
         self._check_namespace(rt, ns, "CREATE")
         if rt.reset_status_on_create:
             obj.pop("status", None)
+            if rt.key == "pods":
+                obj["status"] = {"phase": "Pending"}
         if rt.crd and rt.status_subresource:
             obj.pop("status", None)
         name_for_msgs = md.get("name") or md.get("generateName", "")
