@@ -124,6 +124,9 @@ Combinations upstream refuses at startup (for example `--vpa-object-namespace` w
 
 The Setting column names the field of `vpa.model.settings.RunSettings` the flag sets.
 
+Logging: the process logs through one structured logger driven by `--v` and `--log-format`; the other
+klog flags are accepted (and kept in `CommonSettings.klog`) so upstream manifests keep working.
+
 ## Environment
 
 | Variable | Used for |

@@ -142,7 +142,11 @@ def _str(value: object) -> str:
 
 
 def _quoted(value: object) -> str:
-    return "" if value == "" else f'"{value}"'
+    """A string default as pflag shows it (Go `%q`): empty shows nothing, quotes are escaped."""
+    if value == "":
+        return ""
+    escaped = str(value).replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{escaped}"'
 
 
 def _bool_text(value: object) -> str:

@@ -182,6 +182,7 @@ def test_run_help_groups_flags_by_component() -> None:
     assert '(default ":8942")' in flat
     assert "(default 8d)" in flat
     assert "(default 1.048576e+08)" in flat
+    assert '(default "up{job=\\"kubernetes-pods\\"}")' in flat  # Go %q quoting
 
 
 def test_replay_help() -> None:
