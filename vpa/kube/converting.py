@@ -78,6 +78,7 @@ class Interner:
         self.max_entries = max_entries
         self._quantities: dict[tuple[str, str], int] = {}
         self._resources: dict[tuple[int | None, int | None], Resources] = {}
+        self._raw_resources: dict[tuple[str | None, str | None], Resources] = {}
         self._maps: dict[tuple[tuple[str, str], ...], Mapping[str, str]] = {}
         self._owners: dict[tuple[str, str, str, str, bool], OwnerRef] = {}
         self._containers: dict[tuple[object, ...], ContainerView] = {}
@@ -91,6 +92,7 @@ class Interner:
         for table in (
             self._quantities,
             self._resources,
+            self._raw_resources,
             self._maps,
             self._owners,
             self._containers,
@@ -114,6 +116,14 @@ class Interner:
             self._quantities[key] = value
             self._added()
         return value
+
+    def known_resources(self, raw: tuple[str | None, str | None]) -> Resources | None:
+        """The Resources already converted from this raw (cpu, memory) pair of strings, if any."""
+        return self._raw_resources.get(raw)
+
+    def remember_resources(self, raw: tuple[str | None, str | None], resources: Resources) -> None:
+        self._raw_resources[raw] = resources
+        self._added()
 
     def resources(self, cpu_millicores: int | None, memory_bytes: int | None) -> Resources:
         if cpu_millicores is None and memory_bytes is None:
@@ -285,6 +295,14 @@ def _resources(value: object, field: str, interner: Interner) -> Resources:
     resource_list = _map(value, field)
     cpu_raw = resource_list.get(CPU)
     memory_raw = resource_list.get(MEMORY)
+    # Fast path: the same pair of strings was converted before (replicas; status equal to spec). Only
+    # strings: JSON numbers and booleans must not alias (`True == 1`) and go the checked way.
+    raw_key: tuple[str | None, str | None] | None = None
+    if (cpu_raw is None or type(cpu_raw) is str) and (memory_raw is None or type(memory_raw) is str):
+        raw_key = (cpu_raw, memory_raw)
+        known = interner.known_resources(raw_key)
+        if known is not None:
+            return known
     cpu = memory = None
     try:
         if cpu_raw is not None:
@@ -296,7 +314,10 @@ def _resources(value: object, field: str, interner: Interner) -> Resources:
             memory = interner.quantity(MEMORY, _quantity_text(memory_raw, f"{field}.memory"))
     except quantity.QuantityError as err:
         raise ConversionError(f"{field}.memory", str(err)) from None
-    return interner.resources(cpu, memory)
+    resources = interner.resources(cpu, memory)
+    if raw_key is not None:
+        interner.remember_resources(raw_key, resources)
+    return resources
 
 
 def _optional_resources(value: object, field: str, interner: Interner) -> Resources | None:

@@ -287,6 +287,18 @@ def test_replicas_share_identical_pieces() -> None:
     assert first.uid != second.uid
 
 
+def test_numeric_quantities_and_no_aliasing_through_the_cache() -> None:
+    interner = Interner()
+    pod = make_pod()
+    pod["spec"]["containers"][0]["resources"] = {"requests": {"cpu": 1, "memory": 1.5e9}}
+    view = pod_from_dict(pod, interner=interner)
+    assert view.containers[0].requests == Resources(1000, 1_500_000_000)
+    # The same values as booleans must still be rejected, whatever the interner has seen.
+    pod["spec"]["containers"][0]["resources"] = {"requests": {"cpu": True}}
+    with pytest.raises(ConversionError, match="got bool"):
+        pod_from_dict(pod, interner=interner)
+
+
 def test_interner_is_bounded() -> None:
     interner = Interner(max_entries=10)
     for index in range(30):
@@ -356,6 +368,12 @@ POD_ERRORS: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         lambda p: p["status"]["conditions"][2].update(lastTransitionTime=5),
         "status.conditions[2].lastTransitionTime",
         "expected an RFC3339 timestamp string, got int",
+    ),
+    (
+        "cpu-bool",
+        lambda p: p["spec"]["containers"][0]["resources"]["requests"].update(cpu=True),
+        "spec.containers[0].resources.requests.cpu",
+        "expected a quantity, got bool",
     ),
 ]
 
