@@ -78,11 +78,38 @@ def parse_go_uint(text: str) -> int:
     return parse_go_int(text, minimum=0, maximum=UINT64_MAX)
 
 
+def _underscores_ok(text: str) -> bool:
+    """Go's `underscoreOK`: each `_` sits between digits (a base prefix counts as a digit)."""
+    body = text[1:] if text[:1] in "+-" else text
+    saw = "^"  # ^ start, 0 digit or prefix, _ underscore, ! anything else
+    index = 0
+    is_hex = False
+    if len(body) >= 2 and body[0] == "0" and body[1].lower() in "box":
+        index, saw, is_hex = 2, "0", body[1].lower() == "x"
+    for char in body[index:]:
+        if "0" <= char <= "9" or (is_hex and char.lower() in "abcdef"):
+            saw = "0"
+        elif char == "_":
+            if saw != "0":
+                return False
+            saw = "_"
+        elif saw == "_":
+            return False
+        else:
+            saw = "!"
+    return saw != "_"
+
+
 def parse_go_float(text: str) -> float:
-    """`strconv.ParseFloat(text, 64)`: decimal and hex (`0x1p-2`) forms, `Inf`, `Infinity`, `NaN`."""
+    """`strconv.ParseFloat(text, 64)`: decimal and hex (`0x1p-2`) forms, `_` between digits, `Inf`,
+    `Infinity`, `NaN`."""
     special = _GO_SPECIAL_FLOATS.get(text.lower())
     if special is not None:
         return special
+    if "_" in text:
+        if not _underscores_ok(text):
+            raise ValueError("not a number")
+        text = text.replace("_", "")
     if _GO_DECIMAL_FLOAT_RE.fullmatch(text):
         value = float(text)
     elif _GO_HEX_FLOAT_RE.fullmatch(text):

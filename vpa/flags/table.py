@@ -11,6 +11,7 @@ Must not: parse argv or build settings (that is `vpa.flags.commands`), or read t
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
@@ -188,7 +189,13 @@ def _tls_ciphers(text: str) -> tuple[str, ...]:
 
 
 def _level(text: str) -> int:
-    return parsing.parse_go_int(text, minimum=-(2**31), maximum=2**31 - 1)
+    """klog's `Level`: `strconv.ParseInt(text, 10, 32)`, decimal only."""
+    if not re.fullmatch(r"[+-]?[0-9]+", text):
+        raise ValueError("not a decimal integer")
+    value = int(text)
+    if not -(2**31) <= value < 2**31:
+        raise ValueError("value out of range")
+    return value
 
 
 def _every(text: str) -> float:

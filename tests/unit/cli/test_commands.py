@@ -235,6 +235,8 @@ def test_values_reach_settings(
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
+        (["--v=0x4"], 'invalid value "0x4" for flag --v: not a decimal integer'),
+        (["-v", "3000000000"], 'invalid value "3000000000" for flag --v: value out of range'),
         (["--stderrthreshold=loud"], 'invalid value "loud" for flag --stderrthreshold: not a severity'),
         (["--stderrthreshold=4"], 'invalid value "4" for flag --stderrthreshold: not a severity'),
         (["--log-backtrace-at=main:10"], 'invalid value "main:10" for flag --log-backtrace-at: syntax error'),

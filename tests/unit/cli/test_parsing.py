@@ -198,6 +198,9 @@ def test_go_uint() -> None:
         ("0x1p-2", 0.25),
         ("Inf", math.inf),
         ("-infinity", -math.inf),
+        ("1_000.5", 1000.5),  # Go float literals allow underscores between digits
+        ("1e1_0", 1e10),
+        ("0x_1p-2", 0.25),
     ],
     ids=str,
 )
@@ -205,7 +208,9 @@ def test_go_float(text: str, expected: float) -> None:
     assert parsing.parse_go_float(text) == expected
 
 
-@pytest.mark.parametrize("text", ["", "abc", " 1", "1_0", "1e", "0x1", "1e400", "1,5"], ids=repr)
+@pytest.mark.parametrize(
+    "text", ["", "abc", " 1", "_1", "1_", "1__0", "1_.5", "1e", "0x1", "1e400", "1,5"], ids=repr
+)
 def test_go_float_rejects(text: str) -> None:
     with pytest.raises(ValueError):
         parsing.parse_go_float(text)
