@@ -1,0 +1,116 @@
+"""`vpa sim` as a separate process: it prints its URL and kubeconfig, serves kubectl, exits 0 on SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from vpa.sim.main import build_parser
+
+REPO = Path(__file__).resolve().parents[3]
+KUBECTL = REPO / ".venv" / "bin" / "kubectl"
+
+
+async def _start(tmp_path: Path, *extra: str) -> tuple[asyncio.subprocess.Process, dict[str, str]]:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "vpa.sim.main",
+        "--port",
+        "0",
+        "--kubeconfig-out",
+        str(tmp_path / "kc"),
+        *extra,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        cwd=REPO,
+    )
+    assert proc.stdout is not None
+    info: dict[str, str] = {}
+    while "kubeconfig" not in info:
+        line = await asyncio.wait_for(proc.stdout.readline(), 60)
+        assert line, (await proc.stderr.read()).decode()  # type: ignore[union-attr]
+        key, _, value = line.decode().strip().partition(": ")
+        info[key] = value
+    return proc, info
+
+
+@pytest.mark.kubectl
+@pytest.mark.skipif(not KUBECTL.exists(), reason="kubectl not installed")
+async def test_vpa_sim_process_serves_kubectl_and_stops_on_sigterm(tmp_path: Path) -> None:
+    proc, info = await _start(tmp_path, "--no-behaviour", "--time-scale", "0", "--kubernetes-version", "1.32")
+    try:
+        assert info["API server"].startswith("https://127.0.0.1:")
+        assert Path(info["kubeconfig"]) == tmp_path / "kc"
+        env = dict(os.environ, HOME=str(tmp_path))
+        kubectl = await asyncio.create_subprocess_exec(
+            str(KUBECTL),
+            "--kubeconfig",
+            info["kubeconfig"],
+            "get",
+            "ns",
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=env,
+        )
+        out, err = await asyncio.wait_for(kubectl.communicate(), 60)
+        assert kubectl.returncode == 0, err.decode()
+        assert "kube-system" in out.decode()
+        kubectl = await asyncio.create_subprocess_exec(
+            str(KUBECTL),
+            "--kubeconfig",
+            info["kubeconfig"],
+            "version",
+            "-o",
+            "json",
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=env,
+        )
+        out, _ = await asyncio.wait_for(kubectl.communicate(), 60)
+        assert '"gitVersion": "v1.32.0"' in out.decode()
+    finally:
+        started = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        rc = await asyncio.wait_for(proc.wait(), 15)
+    assert rc == 0
+    assert time.monotonic() - started < 5
+
+
+def test_flags_parse() -> None:
+    args = build_parser().parse_args(
+        [
+            "--nodes",
+            "5",
+            "--node-cpu",
+            "8",
+            "--node-memory",
+            "32Gi",
+            "--time-scale",
+            "60",
+            "--kubernetes-version",
+            "1.36",
+            "--crd",
+            "a.yaml",
+            "--crd",
+            "b.yaml",
+            "--no-vpa-crds",
+            "--webhook-service",
+            "kube-system/vpa-webhook=127.0.0.1:8000",
+        ]
+    )
+    assert args.nodes == 5
+    assert args.time_scale == 60.0
+    assert [str(p) for p in args.crd] == ["a.yaml", "b.yaml"]
+    assert args.no_vpa_crds
+    assert args.webhook_service == [(("kube-system", "vpa-webhook"), ("127.0.0.1", 8000))]
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--webhook-service", "nonsense"])
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--kubernetes-version", "1.20"])

@@ -1,0 +1,145 @@
+"""`vpa sim`: run the simulated cluster as a process until SIGTERM/SIGINT.
+
+Owns: the command's flags (argparse), starting `SimCluster` on uvloop, printing the API URL and the
+kubeconfig path (one `key: value` line each, flushed, so scripts can read them), and a clean exit 0 on
+SIGTERM/SIGINT. `python -m vpa.sim.main` works too; the project CLI dispatches `vpa sim ...` here.
+
+Must not: implement API or cluster semantics (`vpa.sim.apiserver` / `vpa.sim.cluster` do).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+from pathlib import Path
+
+import uvloop
+
+from vpa.sim.apiserver.harness import SUPPORTED_VERSIONS, SimCluster
+
+
+def _webhook_service(text: str) -> tuple[tuple[str, str], tuple[str, int]]:
+    try:
+        svc, addr = text.split("=", 1)
+        namespace, name = svc.split("/", 1)
+        host, port = addr.rsplit(":", 1)
+        if not (namespace and name and host):
+            raise ValueError(text)
+        return (namespace, name), (host, int(port))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected NAMESPACE/NAME=HOST:PORT, got {text!r}") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="vpa sim",
+        description="Run a simulated Kubernetes cluster (API server, controllers, nodes, metrics) over HTTPS "
+        "on 127.0.0.1 until SIGTERM/SIGINT.",
+    )
+    p.add_argument("--port", type=int, default=0, help="port to listen on (0: any free port)")
+    p.add_argument(
+        "--kubeconfig-out",
+        type=Path,
+        default=None,
+        help="write the kubeconfig here (default: a temporary file, removed on exit)",
+    )
+    p.add_argument("--nodes", type=int, default=3, help="number of nodes")
+    p.add_argument("--node-cpu", default="4", help="allocatable CPU per node (quantity)")
+    p.add_argument("--node-memory", default="16Gi", help="allocatable memory per node (quantity)")
+    p.add_argument(
+        "--time-scale",
+        type=float,
+        default=1.0,
+        help="virtual seconds per real second (0 freezes time; advance it via /sim/v1/clock/advance)",
+    )
+    p.add_argument(
+        "--kubernetes-version",
+        default="1.35",
+        choices=SUPPORTED_VERSIONS,
+        help="Kubernetes minor version to emulate",
+    )
+    p.add_argument(
+        "--crd",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="FILE",
+        help="install the CustomResourceDefinitions in FILE at start (repeatable)",
+    )
+    p.add_argument("--no-vpa-crds", action="store_true", help="do not install the VPA CRDs at start")
+    p.add_argument(
+        "--webhook-service",
+        action="append",
+        default=[],
+        type=_webhook_service,
+        metavar="NAMESPACE/NAME=HOST:PORT",
+        help="send webhooks registered with this service reference to HOST:PORT (repeatable)",
+    )
+    p.add_argument(
+        "--no-behaviour",
+        action="store_true",
+        help="serve the bare API server: no controllers, node agent or metrics",
+    )
+    p.add_argument(
+        "--history-size",
+        type=int,
+        default=50_000,
+        help="watch events kept; older resourceVersions get 410 Expired",
+    )
+    p.add_argument(
+        "--bookmark-interval",
+        type=float,
+        default=5.0,
+        help="seconds between BOOKMARK events on watches that allow them",
+    )
+    return p
+
+
+async def _serve(args: argparse.Namespace) -> int:
+    for path in args.crd:
+        if not path.is_file():
+            print(f"vpa sim: --crd {path}: no such file", file=sys.stderr)
+            return 2
+    cluster = SimCluster(
+        nodes=args.nodes,
+        node_cpu=args.node_cpu,
+        node_memory=args.node_memory,
+        time_scale=args.time_scale,
+        kubernetes_version=args.kubernetes_version,
+        vpa_crds=not args.no_vpa_crds,
+        behaviour=not args.no_behaviour,
+        webhook_services=dict(args.webhook_service),
+        port=args.port,
+        kubeconfig_out=args.kubeconfig_out,
+        crd_files=args.crd,
+        history_size=args.history_size,
+        bookmark_interval_s=args.bookmark_interval,
+    )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await cluster.start()
+    try:
+        print(f"API server: {cluster.url}", flush=True)
+        print(f"kubeconfig: {cluster.kubeconfig_path}", flush=True)
+        print(f"Kubernetes version: v{cluster.version[0]}.{cluster.version[1]}.0", flush=True)
+        await stop.wait()
+    finally:
+        await cluster.stop()
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return uvloop.run(_serve(args))
+    except ValueError as exc:
+        print(f"vpa sim: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
