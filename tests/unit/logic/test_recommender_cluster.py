@@ -1,0 +1,169 @@
+"""Cluster state: aggregation keys, VPA linking, merged and checkpointed states, garbage collection, and the
+recommendation facade over it."""
+
+from __future__ import annotations
+
+import pytest
+
+from vpa.logic.aggregation import AggregationConfig
+from vpa.logic.checkpointing import CheckpointError, checkpoint_status
+from vpa.logic.recommender_cluster import ClusterState, ContainerId, PodId, UnknownContainerError
+from vpa.logic.recommending import RecommenderConfig, RecommenderCore
+from vpa.model.resources import Resources
+from vpa.model.selector import Selector
+from vpa.model.settings import RecommenderSettings
+from vpa.model.vpa import ContainerResourcePolicy, ContainerScalingMode, ResourcePolicy, VpaView
+
+MIDNIGHT = 1_767_225_600.0
+DAY = 86_400.0
+MIB = 1024 * 1024
+WEB = Selector.from_match_labels({"app": "web"})
+
+
+def _pod(cluster: ClusterState, name: str, labels: dict[str, str], containers: tuple[str, ...] = ("app",),
+         namespace: str = "default", phase: str = "Running") -> PodId:
+    pod_id = PodId(namespace, name)
+    cluster.add_or_update_pod(pod_id, labels, phase, MIDNIGHT)
+    for container in containers:
+        cluster.add_or_update_container(ContainerId(pod_id, container), Resources(100, MIB), MIDNIGHT)
+    return pod_id
+
+
+def _feed(cluster: ClusterState, pod_id: PodId, container: str, cpu: int, days: float = 1.0,
+          memory: int = 200 * MIB) -> None:
+    for minute in range(int(days * 1440) + 1):
+        timestamp = MIDNIGHT + minute * 60
+        cluster.add_cpu_sample(ContainerId(pod_id, container), cpu, timestamp)
+        cluster.add_memory_sample(ContainerId(pod_id, container), memory, timestamp)
+
+
+def test_same_name_namespace_and_labels_share_an_aggregate() -> None:
+    cluster = ClusterState(AggregationConfig())
+    _pod(cluster, "a", {"app": "web"})
+    _pod(cluster, "b", {"app": "web"})
+    _pod(cluster, "c", {"app": "web", "track": "canary"})
+    _pod(cluster, "d", {"app": "web"}, namespace="other")
+    assert len(cluster.aggregates) == 3
+
+
+def test_vpa_links_matching_aggregates_in_its_namespace_and_counts_pods() -> None:
+    cluster = ClusterState(AggregationConfig())
+    a = _pod(cluster, "a", {"app": "web"}, containers=("app", "sidecar"))
+    _pod(cluster, "b", {"app": "db"})
+    _pod(cluster, "c", {"app": "web"}, namespace="other")
+    cluster.add_or_update_vpa(VpaView(namespace="default", name="web"), WEB)
+    assert cluster.matching_pod_count("default", "web") == 1
+    _feed(cluster, a, "app", 500)
+    assert set(cluster.merged_states("default", "web")) == {"app", "sidecar"}
+    # A pod created later is linked too.
+    later = _pod(cluster, "e", {"app": "web", "v": "2"})
+    _feed(cluster, later, "app", 500)
+    assert cluster.matching_pod_count("default", "web") == 2
+    assert cluster.merged_states("default", "web")["app"].total_samples_count == 2 * 1441
+
+
+def test_label_change_moves_a_container_to_another_aggregate() -> None:
+    cluster = ClusterState(AggregationConfig())
+    cluster.add_or_update_vpa(VpaView(namespace="default", name="web"), WEB)
+    pod = _pod(cluster, "a", {"app": "web"})
+    cluster.add_cpu_sample(ContainerId(pod, "app"), 500, MIDNIGHT)
+    cluster.add_or_update_pod(pod, {"app": "db"}, "Running", MIDNIGHT + 60)
+    cluster.add_cpu_sample(ContainerId(pod, "app"), 500, MIDNIGHT + 120)
+    assert cluster.matching_pod_count("default", "web") == 0
+    assert cluster.merged_states("default", "web")["app"].total_samples_count == 1
+    assert sorted(a.total_samples_count for a in cluster.aggregates.values()) == [1, 1]
+
+
+def test_unknown_container_samples_are_errors() -> None:
+    cluster = ClusterState(AggregationConfig())
+    with pytest.raises(UnknownContainerError, match="pod default/x is not tracked"):
+        cluster.add_cpu_sample(ContainerId(PodId("default", "x"), "app"), 1, MIDNIGHT)
+    pod = _pod(cluster, "a", {"app": "web"})
+    with pytest.raises(UnknownContainerError, match="container other"):
+        cluster.add_memory_sample(ContainerId(pod, "other"), 1, MIDNIGHT)
+
+
+def test_checkpointed_state_merges_in_and_checkpoints_exclude_the_current_peak() -> None:
+    cluster = ClusterState(AggregationConfig())
+    cluster.add_or_update_vpa(VpaView(namespace="default", name="web"), WEB)
+    pod = _pod(cluster, "a", {"app": "web"})
+    _feed(cluster, pod, "app", 500, days=0.5)  # one open memory window (ends at midnight + 1 d)
+    now = MIDNIGHT + DAY / 2
+    stored = cluster.checkpoint_states("default", "web", now)["app"]
+    assert stored.memory.is_empty()  # the only peak is still in progress
+    assert stored.total_samples_count == 721
+    # Restore into a fresh cluster: CPU history comes back, merged with new samples.
+    restored = ClusterState(AggregationConfig())
+    restored.add_or_update_vpa(VpaView(namespace="default", name="web"), WEB)
+    restored.load_checkpoint("default", "web", "app", checkpoint_status(stored, now), now)
+    assert restored.merged_states("default", "web")["app"].total_samples_count == 721
+    with pytest.raises(CheckpointError):
+        restored.load_checkpoint("default", "web", "app", {"version": "v1"}, now)
+    with pytest.raises(KeyError):
+        restored.load_checkpoint("default", "missing", "app", checkpoint_status(stored, now), now)
+
+
+@pytest.mark.parametrize(
+    ("phase", "live_controller", "samples", "now", "collected"),
+    [
+        ("Running", False, False, MIDNIGHT + DAY, False),  # empty but contributive (active pod)
+        ("Succeeded", False, False, MIDNIGHT + DAY, True),  # empty, pod finished, no controller
+        ("Succeeded", True, False, MIDNIGHT + DAY, False),  # empty, pod finished, controller alive
+        ("Running", False, False, MIDNIGHT + 8 * DAY, True),  # empty for a whole window: expired
+        ("Running", False, True, MIDNIGHT + 9 * DAY - 61, False),  # last sample at +1 d: not yet 8 d
+        ("Running", False, True, MIDNIGHT + 9 * DAY, True),  # 8 days after the last CPU sample
+    ],
+    ids=["empty-active", "empty-finished", "empty-controller", "empty-expired", "used-fresh", "used-expired"],
+)
+def test_garbage_collection(phase: str, live_controller: bool, samples: bool, now: float,
+                            collected: bool) -> None:
+    cluster = ClusterState(AggregationConfig())
+    cluster.add_or_update_vpa(VpaView(namespace="default", name="web"), WEB)
+    pod = _pod(cluster, "a", {"app": "web"}, phase=phase)
+    if samples:
+        _feed(cluster, pod, "app", 500)
+    deleted = cluster.garbage_collect(now, {pod} if live_controller else set())
+    assert bool(deleted) is collected
+    assert (len(cluster.aggregates) == 0) is collected
+    assert ("app" in cluster.merged_states("default", "web")) is not collected
+
+
+def test_collected_aggregate_is_recreated_by_the_next_sample() -> None:
+    cluster = ClusterState(AggregationConfig())
+    pod = _pod(cluster, "a", {"app": "web"})
+    _feed(cluster, pod, "app", 500)
+    assert cluster.garbage_collect(MIDNIGHT + 10 * DAY)
+    cluster.add_cpu_sample(ContainerId(pod, "app"), 500, MIDNIGHT + 10 * DAY)
+    (aggregate,) = cluster.aggregates.values()
+    assert aggregate.total_samples_count == 1
+    assert aggregate.creation_time == MIDNIGHT + 10 * DAY
+
+
+def test_core_recommends_skipping_off_and_unsampled_containers() -> None:
+    core = RecommenderCore()
+    policy = ResourcePolicy((ContainerResourcePolicy("off", mode=ContainerScalingMode.OFF),
+                             ContainerResourcePolicy("*", min_allowed=Resources(100, None))))
+    core.cluster.add_or_update_vpa(VpaView(namespace="default", name="web", resource_policy=policy), WEB)
+    pod = _pod(core.cluster, "a", {"app": "web"}, containers=("app", "off", "idle", "side"))
+    for name in ("app", "off", "side"):
+        _feed(core.cluster, pod, name, 5, days=8, memory=10 * MIB)
+    recommendation = core.recommend("default", "web")
+    assert [item.container_name for item in recommendation.containers] == ["app", "side"]
+    app = recommendation.containers[0]
+    # 5 m → start(1) = 10 m + 1; the per-pod minimum is split over the 2 kept containers: 12 m, 125 MiB;
+    # the wildcard policy raises CPU to minAllowed 100 m but uncappedTarget keeps the estimate.
+    assert app.target == Resources(100, 131_072_000)
+    assert app.uncapped_target == Resources(12, 131_072_000)
+
+
+def test_config_maps_the_recommender_settings() -> None:
+    settings = RecommenderSettings(recommendation_margin_fraction=0.3, pod_recommendation_min_memory_mib=100,
+                                   memory_aggregation_interval_s=3600, round_cpu_millicores=5,
+                                   container_recommendation_max_allowed_cpu_millicores=4000)
+    config = RecommenderConfig.from_settings(settings, per_vpa_config=True)
+    assert config.estimation.margin_fraction == 0.3
+    assert config.estimation.pod_min_memory_mb == 100
+    assert config.aggregation.defaults.memory_aggregation_interval_s == 3600
+    assert config.aggregation.per_vpa_config
+    assert config.post_processing.round_cpu_millicores == 5
+    assert config.post_processing.global_max_allowed == Resources(4000, None)
