@@ -450,8 +450,11 @@ class NodeAgent:
     async def _schedule_one(self, k: Key, pod: JsonObj) -> None:
         spec = pod.get("spec") or {}
         cpu, mem = effective_requests(spec)
+        # First-fit remembers, per request shape, the first node that could still take such a pod (nodes
+        # before it were full for that shape; freeing room clears the hints). Constrained pods scan all.
+        constrained = bool(spec.get("nodeSelector") or (spec.get("affinity") or {}).get("nodeAffinity"))
         shape = (cpu, mem)
-        start = self._shape_hint.get(shape, 0)
+        start = 0 if constrained else self._shape_hint.get(shape, 0)
         chosen: NodeRun | None = None
         reasons: dict[str, int] = {}
         for i in range(start, len(self.node_order)):
@@ -459,7 +462,8 @@ class NodeAgent:
             reason = self._fits(node, pod, cpu, mem)
             if reason is None:
                 chosen = node
-                self._shape_hint[shape] = i
+                if not constrained:
+                    self._shape_hint[shape] = i
                 break
             reasons[reason] = reasons.get(reason, 0) + 1
         if chosen is None:

@@ -41,7 +41,8 @@ _MERGE_KEYS: Final[dict[str, str]] = {
 def apply_patch(obj: JsonObj, body: Any, content_type: str | None) -> JsonObj:
     """Return a patched deep copy of `obj`."""
     kind = (content_type or STRATEGIC_MERGE_PATCH).split(";", 1)[0].strip()
-    if kind == JSON_PATCH:
+    if kind == JSON_PATCH or (content_type is None and isinstance(body, list)):
+        # Only a JSON Patch is a list: accept it even when the caller lost the content type.
         if not isinstance(body, list):
             raise ApiError(400, "BadRequest", "json patch must be a list of operations")
         return json_patch(obj, body)

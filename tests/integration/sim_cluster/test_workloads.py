@@ -1,0 +1,319 @@
+"""Controllers, scheduler and evictions: what the VPA updater relies on when it evicts or waits for pods."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from tests.integration.sim_cluster.conftest import (
+    condition,
+    container,
+    create_pod,
+    deployment,
+    evict,
+    pod,
+    sim,
+)
+from vpa.sim.apiserver.tls import generate_certs
+
+
+def pods_of(cluster, app: str) -> list[dict[str, Any]]:
+    return [
+        p
+        for p in cluster.store.list("pods", "default", label_selector=f"app={app}")
+        if not p["metadata"].get("deletionTimestamp")
+    ]
+
+
+@contextlib.asynccontextmanager
+async def annotating_webhook() -> AsyncIterator[tuple[str, str, list[str]]]:
+    """An HTTPS mutating webhook that annotates every pod it sees; yields (caBundle, names seen)."""
+    certs = generate_certs("webhook", ("127.0.0.1",))
+    seen: list[str] = []
+
+    async def handle(request: web.Request) -> web.Response:
+        review = await request.json()
+        obj = review["request"]["object"]
+        seen.append(obj["metadata"].get("name") or obj["metadata"].get("generateName", ""))
+        ops = [{"op": "add", "path": "/metadata/annotations", "value": {"admitted-by": "test-webhook"}}]
+        return web.json_response(
+            {
+                "apiVersion": "admission.k8s.io/v1",
+                "kind": "AdmissionReview",
+                "response": {
+                    "uid": review["request"]["uid"],
+                    "allowed": True,
+                    "patchType": "JSONPatch",
+                    "patch": base64.b64encode(orjson.dumps(ops)).decode(),
+                },
+            }
+        )
+
+    app = web.Application()
+    app.router.add_post("/mutate", handle)
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=certs.server_context())
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        yield f"https://127.0.0.1:{port}/mutate", base64.b64encode(certs.ca_cert_pem).decode(), seen
+    finally:
+        await runner.cleanup()
+
+
+async def test_eviction_respects_pdb_and_deployment_recreates_through_admission() -> None:
+    async with sim("1.35", nodes=2) as (cluster, http), annotating_webhook() as (url, ca, seen):
+        await cluster.store.create(
+            "mutatingwebhookconfigurations.admissionregistration.k8s.io",
+            {
+                "apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": "MutatingWebhookConfiguration",
+                "metadata": {"name": "test"},
+                "webhooks": [
+                    {
+                        "name": "test.example.com",
+                        "clientConfig": {"url": url, "caBundle": ca},
+                        "rules": [
+                            {
+                                "apiGroups": [""],
+                                "apiVersions": ["v1"],
+                                "operations": ["CREATE"],
+                                "resources": ["pods"],
+                            }
+                        ],
+                        "sideEffects": "None",
+                        "admissionReviewVersions": ["v1"],
+                        "failurePolicy": "Fail",
+                    }
+                ],
+            },
+        )
+        await cluster.store.create("deployments.apps", deployment("web", 3))
+        await cluster.store.create(
+            "poddisruptionbudgets.policy",
+            {
+                "apiVersion": "policy/v1",
+                "kind": "PodDisruptionBudget",
+                "metadata": {"name": "web", "namespace": "default"},
+                "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "web"}}},
+            },
+        )
+        await cluster.settle()
+        pdb = cluster.store.get("poddisruptionbudgets.policy", "default", "web")
+        assert pdb is not None
+        assert {
+            k: pdb["status"][k]
+            for k in ("currentHealthy", "desiredHealthy", "expectedPods", "disruptionsAllowed")
+        } == {"currentHealthy": 3, "desiredHealthy": 2, "expectedPods": 3, "disruptionsAllowed": 1}
+        before = pods_of(cluster, "web")
+        assert len(before) == 3
+        assert all(p["metadata"]["annotations"]["admitted-by"] == "test-webhook" for p in before)
+        rs_name = before[0]["metadata"]["ownerReferences"][0]["name"]
+        assert rs_name.startswith("web-")
+        assert before[0]["metadata"]["labels"]["pod-template-hash"] == rs_name[4:]
+
+        victim, other = before[0]["metadata"]["name"], before[1]["metadata"]["name"]
+        code, body = await evict(http, victim)
+        assert code == 201, body
+        assert body["status"] == "Success"
+        # The budget is used up until the replacement is ready.
+        code, body = await evict(http, other, version="policy/v1beta1")
+        assert code == 429
+        assert body["message"] == "Cannot evict pod as it would violate the pod's disruption budget."
+        assert body["details"]["causes"][0]["reason"] == "DisruptionBudget"
+
+        await cluster.settle()
+        after = pods_of(cluster, "web")
+        names = {p["metadata"]["name"] for p in after}
+        assert len(after) == 3
+        assert victim not in names
+        new = next(p for p in after if p["metadata"]["name"] not in {q["metadata"]["name"] for q in before})
+        assert new["metadata"]["name"].startswith(f"{rs_name}-")
+        assert new["metadata"]["annotations"]["admitted-by"] == "test-webhook"
+        assert new["spec"]["containers"][0]["resources"] == before[0]["spec"]["containers"][0]["resources"]
+        assert new["status"]["phase"] == "Running"
+        assert sum(1 for s in seen if s.startswith(f"{rs_name}-")) == 4
+        dep = cluster.store.get("deployments.apps", "default", "web")
+        assert dep is not None
+        assert dep["status"]["readyReplicas"] == 3
+        code, _ = await evict(http, other)
+        assert code == 201
+
+
+async def test_eviction_of_missing_pod_and_pod_without_budget() -> None:
+    async with sim("1.35") as (cluster, http):
+        code, body = await evict(http, "nope")
+        assert code == 404
+        assert body["reason"] == "NotFound"
+        await create_pod(cluster, pod("lonely"))
+        code, _ = await evict(http, "lonely")
+        assert code == 201
+        await cluster.settle()
+        assert cluster.store.get("pods", "default", "lonely") is None
+
+
+async def test_unschedulable_pods_stay_pending_until_room_frees() -> None:
+    async with sim("1.35", nodes=2, cpu="2") as (cluster, _http):
+        for name in ("a", "b"):
+            await create_pod(cluster, pod(name, container(cpu="1500m", cpu_limit="2")))
+        waiting = await create_pod(cluster, pod("c", container(cpu="1500m", cpu_limit="2")))
+        assert waiting["status"]["phase"] == "Pending"
+        assert "nodeName" not in waiting["spec"]
+        scheduled = condition(waiting, "PodScheduled")
+        assert scheduled is not None
+        assert scheduled["status"] == "False"
+        assert scheduled["reason"] == "Unschedulable"
+        assert scheduled["message"].startswith("0/2 nodes are available: 2 Insufficient cpu.")
+        await cluster.store.delete("pods", "default", "a")
+        await cluster.settle()
+        now = cluster.store.get("pods", "default", "c")
+        assert now is not None
+        assert now["status"]["phase"] == "Running"
+        assert now["spec"]["nodeName"] == "node-1"
+
+
+async def test_daemonset_statefulset_and_replication_controller() -> None:
+    async with sim("1.35", nodes=3) as (cluster, _http):
+        template = {"metadata": {"labels": {"app": "agent"}}, "spec": {"containers": [container()]}}
+        await cluster.store.create(
+            "daemonsets.apps",
+            {
+                "apiVersion": "apps/v1",
+                "kind": "DaemonSet",
+                "metadata": {"name": "agent", "namespace": "default"},
+                "spec": {"selector": {"matchLabels": {"app": "agent"}}, "template": template},
+            },
+        )
+        sts_template = {"metadata": {"labels": {"app": "db"}}, "spec": {"containers": [container()]}}
+        await cluster.store.create(
+            "statefulsets.apps",
+            {
+                "apiVersion": "apps/v1",
+                "kind": "StatefulSet",
+                "metadata": {"name": "db", "namespace": "default"},
+                "spec": {
+                    "replicas": 3,
+                    "serviceName": "db",
+                    "selector": {"matchLabels": {"app": "db"}},
+                    "template": sts_template,
+                },
+            },
+        )
+        await cluster.store.create(
+            "replicationcontrollers",
+            {
+                "apiVersion": "v1",
+                "kind": "ReplicationController",
+                "metadata": {"name": "old", "namespace": "default"},
+                "spec": {
+                    "replicas": 2,
+                    "selector": {"app": "old"},
+                    "template": {
+                        "metadata": {"labels": {"app": "old"}},
+                        "spec": {"containers": [container()]},
+                    },
+                },
+            },
+        )
+        await cluster.settle()
+        agents = pods_of(cluster, "agent")
+        assert sorted(p["spec"]["nodeName"] for p in agents) == ["node-1", "node-2", "node-3"]
+        ds = cluster.store.get("daemonsets.apps", "default", "agent")
+        assert ds is not None
+        assert ds["status"]["numberReady"] == 3
+        assert ds["status"]["desiredNumberScheduled"] == 3
+        assert sorted(p["metadata"]["name"] for p in pods_of(cluster, "db")) == ["db-0", "db-1", "db-2"]
+        assert len(pods_of(cluster, "old")) == 2
+        # A StatefulSet pod comes back under the same name.
+        old_uid = cluster.store.get("pods", "default", "db-1")["metadata"]["uid"]  # type: ignore[index]
+        await cluster.store.delete("pods", "default", "db-1")
+        await cluster.settle()
+        again = cluster.store.get("pods", "default", "db-1")
+        assert again is not None
+        assert again["metadata"]["uid"] != old_uid
+        assert again["status"]["phase"] == "Running"
+        assert again["metadata"]["labels"]["statefulset.kubernetes.io/pod-name"] == "db-1"
+
+
+async def test_cronjob_creates_a_job_at_the_scheduled_virtual_time_and_the_job_completes() -> None:
+    async with sim("1.35") as (cluster, _http):
+        # The virtual clock starts at 2026-01-01T00:00:00Z.
+        await cluster.store.create(
+            "cronjobs.batch",
+            {
+                "apiVersion": "batch/v1",
+                "kind": "CronJob",
+                "metadata": {"name": "report", "namespace": "default"},
+                "spec": {
+                    "schedule": "*/30 * * * *",
+                    "jobTemplate": {
+                        "spec": {
+                            "template": {
+                                "metadata": {
+                                    "labels": {"app": "report"},
+                                    "annotations": {"sim.vpa.dev/run-seconds": "120"},
+                                },
+                                "spec": {"restartPolicy": "Never", "containers": [container()]},
+                            }
+                        }
+                    },
+                },
+            },
+        )
+        await cluster.settle()
+        await cluster.advance(29 * 60)
+        assert cluster.store.list("jobs.batch", "default") == []
+        await cluster.advance(60)
+        jobs = cluster.store.list("jobs.batch", "default")
+        assert [j["metadata"]["name"] for j in jobs] == [
+            f"report-{int(cluster.clock.now() // 1800 * 1800 // 60)}"
+        ]
+        assert (
+            jobs[0]["metadata"]["annotations"]["batch.kubernetes.io/cronjob-scheduled-timestamp"]
+            == "2026-01-01T00:30:00Z"
+        )
+        job_pods = pods_of(cluster, "report")
+        assert len(job_pods) == 1
+        assert job_pods[0]["status"]["phase"] == "Running"
+        await cluster.advance(120)
+        done = cluster.store.get("pods", "default", job_pods[0]["metadata"]["name"])
+        assert done is not None
+        assert done["status"]["phase"] == "Succeeded"
+        job = cluster.store.get("jobs.batch", "default", jobs[0]["metadata"]["name"])
+        assert job is not None
+        assert job["status"]["succeeded"] == 1
+        assert condition(job, "Complete") is not None
+        cj = cluster.store.get("cronjobs.batch", "default", "report")
+        assert cj is not None
+        assert cj["status"]["lastScheduleTime"] == "2026-01-01T00:30:00Z"
+
+
+async def test_deployment_template_change_rolls_to_a_new_replicaset() -> None:
+    async with sim("1.35", nodes=2) as (cluster, _http):
+        await cluster.store.create("deployments.apps", deployment("web", 2))
+        await cluster.settle()
+        dep = cluster.store.get("deployments.apps", "default", "web")
+        assert dep is not None
+        first = {p["metadata"]["labels"]["pod-template-hash"] for p in pods_of(cluster, "web")}
+        dep = dict(dep)
+        dep["spec"] = {
+            **dep["spec"],
+            "template": {**dep["spec"]["template"], "spec": {"containers": [container(cpu="600m")]}},
+        }
+        await cluster.store.update("deployments.apps", dep)
+        await cluster.settle()
+        now = pods_of(cluster, "web")
+        second = {p["metadata"]["labels"]["pod-template-hash"] for p in now}
+        assert len(now) == 2
+        assert len(second) == 1
+        assert second != first
+        assert all(p["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "600m" for p in now)
+        status = cluster.store.get("deployments.apps", "default", "web")["status"]  # type: ignore[index]
+        assert status["updatedReplicas"] == 2
+        assert status["observedGeneration"] == 2

@@ -1,0 +1,423 @@
+"""Usage profiles, cron schedules, PDB arithmetic and pod patches: pure tables."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vpa.sim.cluster import cron, disruption, patching, profiles
+from vpa.sim.contracts import ApiError
+
+T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC).timestamp()
+H = 3600.0
+
+
+def at(hour: float) -> float:
+    return T0 + hour * H
+
+
+PROFILE_CASES: list[tuple[str, str, dict[str, Any], float, float, float, float]] = [
+    # id, resource, spec, t, pod_start, container_start, expected
+    ("constant-cpu", "cpu", {"type": "constant", "value": "250m"}, at(5), T0, T0, 250.0),
+    ("constant-number-is-cores", "cpu", {"type": "constant", "value": 0.5}, at(5), T0, T0, 500.0),
+    (
+        "daily-peak",
+        "cpu",
+        {"type": "daily", "base": "500m", "amplitude": "300m", "peak_hour": 14},
+        at(14),
+        T0,
+        T0,
+        800.0,
+    ),
+    (
+        "daily-trough",
+        "cpu",
+        {"type": "daily", "base": "500m", "amplitude": "300m", "peak_hour": 14},
+        at(2),
+        T0,
+        T0,
+        200.0,
+    ),
+    (
+        "daily-next-day-peak",
+        "cpu",
+        {"type": "daily", "base": "500m", "amplitude": "300m", "peak_hour": 14},
+        at(38),
+        T0,
+        T0,
+        800.0,
+    ),
+    (
+        "spike-on",
+        "memory",
+        {"type": "spikes", "base": "100Mi", "height": "100Mi", "period_s": 600, "duration_s": 60},
+        T0 + 30,
+        T0,
+        T0,
+        200.0 * 2**20,
+    ),
+    (
+        "spike-off",
+        "memory",
+        {"type": "spikes", "base": "100Mi", "height": "100Mi", "period_s": 600, "duration_s": 60},
+        T0 + 61,
+        T0,
+        T0,
+        100.0 * 2**20,
+    ),
+    (
+        "trend-slope",
+        "memory",
+        {"type": "trend", "start": "100Mi", "per_hour": "10Mi"},
+        at(3),
+        T0,
+        T0,
+        130.0 * 2**20,
+    ),
+    (
+        "trend-clamped",
+        "memory",
+        {"type": "trend", "start": "100Mi", "per_hour": "10Mi", "max": "120Mi"},
+        at(3),
+        T0,
+        T0,
+        120.0 * 2**20,
+    ),
+    (
+        "leak-from-container-start",
+        "memory",
+        {"type": "leak", "start": "100Mi", "per_hour": "50Mi"},
+        at(3),
+        T0,
+        at(1),
+        200.0 * 2**20,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("resource", "spec", "t", "pod_start", "cstart", "expected"),
+    [c[1:] for c in PROFILE_CASES],
+    ids=[c[0] for c in PROFILE_CASES],
+)
+def test_profile_values(
+    resource: str, spec: dict[str, Any], t: float, pod_start: float, cstart: float, expected: float
+) -> None:
+    prof = profiles.parse_profile(resource, spec, "test")
+    assert prof.value(t, pod_start, cstart) == pytest.approx(expected)
+    assert prof.upper_bound() >= expected
+
+
+def test_leak_crossing_is_closed_form() -> None:
+    leak = profiles.Leak(100.0, 50.0)
+    assert leak.crossing(200.0, T0) == pytest.approx(T0 + 2 * H)
+    assert profiles.Leak(100.0, 0.0).crossing(200.0, T0) is None
+
+
+def test_noise_is_deterministic_and_bounded() -> None:
+    spec = {"type": "constant", "value": "1", "noise": 0.2, "seed": 7}
+    a = profiles.parse_profile("cpu", spec, "x")
+    b = profiles.parse_profile("cpu", spec, "x")
+    values = [a.value(T0 + 15 * i, T0, T0) for i in range(200)]
+    assert values == [b.value(T0 + 15 * i, T0, T0) for i in range(200)]
+    assert min(values) >= 800
+    assert max(values) <= 1200
+    assert len(set(values)) > 50
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ({"type": "nope"}, "unknown profile type"),
+        ({"type": "constant"}, "needs 'value'"),
+        ({"type": "constant", "value": "lots"}, "test.value"),
+        ({"type": "spikes", "base": "1", "height": "1", "period_s": 0}, "period_s"),
+    ],
+    ids=["unknown-type", "missing-field", "bad-quantity", "bad-period"],
+)
+def test_profile_errors(spec: dict[str, Any], message: str) -> None:
+    with pytest.raises(profiles.ProfileError, match=message):
+        profiles.parse_profile("cpu", spec, "test")
+
+
+def test_annotation_and_trace_csv(tmp_path: Path) -> None:
+    trace = tmp_path / "t.csv"
+    trace.write_text(
+        "timestamp,container,cpu_cores,memory_bytes\n"
+        "1000,a,0.5,100\n1300,a,1.5,\n1600,a,0.25,300\n1000,b,2,5\n"
+    )
+    text = json.dumps(
+        {
+            "app": {"trace": {"path": str(trace), "key": "a"}},
+            "side": {"cpu": {"type": "constant", "value": "10m"}},
+        }
+    )
+    parsed = profiles.parse_annotation(text)
+    cpu, mem = parsed["app"].cpu, parsed["app"].memory
+    assert cpu is not None
+    assert mem is not None
+    # Relative to pod start, step function, looping after the last sample + one step.
+    assert cpu.value(T0 + 0, T0, T0) == 500.0
+    assert cpu.value(T0 + 301, T0, T0) == 1500.0
+    assert cpu.value(T0 + 600, T0, T0) == 250.0
+    assert cpu.value(T0 + 900, T0, T0) == 500.0  # looped
+    assert mem.value(T0 + 301, T0, T0) == 100.0  # empty memory cell: the series has no sample there
+    absolute = profiles.parse_profile(
+        "cpu", {"type": "trace", "path": str(trace), "key": "b", "mode": "absolute", "loop": False}, "x"
+    )
+    assert absolute.value(5000, 0, 0) == 2000.0
+    assert parsed["side"].memory is None
+    with pytest.raises(profiles.ProfileError, match="no rows"):
+        profiles.parse_profile("cpu", {"type": "trace", "path": str(trace), "key": "zzz"}, "x")
+
+
+def test_default_profile_uses_request_then_limit_then_floor() -> None:
+    assert profiles.default_profile("cpu", 400, 1000, 0.5).amount == 200
+    assert profiles.default_profile("cpu", None, 1000, 0.5).amount == 500
+    assert profiles.default_profile("memory", None, None, 0.5).amount == 32 * 2**20
+
+
+# --- cron -----------------------------------------------------------------------------------------
+
+
+def ts(text: str) -> float:
+    return dt.datetime.fromisoformat(text).replace(tzinfo=dt.UTC).timestamp()
+
+
+CRON_CASES = [
+    ("every-5-min", "*/5 * * * *", "2026-01-01T00:02:00", "2026-01-01T00:05:00"),
+    ("strictly-after", "*/5 * * * *", "2026-01-01T00:05:00", "2026-01-01T00:10:00"),
+    ("hourly", "@hourly", "2026-01-01T00:00:30", "2026-01-01T01:00:00"),
+    ("daily", "@daily", "2026-01-01T10:00:00", "2026-01-02T00:00:00"),
+    ("list-and-range", "0 9-17/4,22 * * *", "2026-01-01T13:30:00", "2026-01-01T17:00:00"),
+    (
+        "weekday-name",
+        "30 6 * * mon",
+        "2026-01-01T00:00:00",
+        "2026-01-05T06:30:00",
+    ),  # 2026-01-01 is a Thursday
+    ("sunday-as-7", "0 0 * * 7", "2026-01-01T00:00:00", "2026-01-04T00:00:00"),
+    ("dom-or-dow", "0 0 13 * fri", "2026-01-01T00:00:00", "2026-01-02T00:00:00"),
+    ("month-name", "0 0 1 mar *", "2026-01-01T00:00:00", "2026-03-01T00:00:00"),
+    ("every-duration", "@every 90s", "2026-01-01T00:00:00", "2026-01-01T00:01:30"),
+]
+
+
+@pytest.mark.parametrize(
+    ("expr", "after", "expected"), [c[1:] for c in CRON_CASES], ids=[c[0] for c in CRON_CASES]
+)
+def test_cron_next(expr: str, after: str, expected: str) -> None:
+    assert cron.parse(expr).next_after(ts(after)) == ts(expected)
+
+
+@pytest.mark.parametrize(
+    "expr",
+    ["* * * *", "61 * * * *", "*/0 * * * *", "@fortnightly", "TZ=UTC * * * * *", "a * * * *"],
+    ids=["four-fields", "out-of-range", "zero-step", "bad-descriptor", "tz-prefix", "garbage"],
+)
+def test_cron_rejects(expr: str) -> None:
+    with pytest.raises(cron.CronError):
+        cron.parse(expr)
+
+
+# --- PodDisruptionBudget --------------------------------------------------------------------------
+
+
+def ready_pod(name: str, ready: bool = True, deleting: bool = False) -> dict[str, Any]:
+    md: dict[str, Any] = {"name": name}
+    if deleting:
+        md["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    return {
+        "metadata": md,
+        "status": {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]},
+    }
+
+
+PDB_CASES = [
+    # id, spec, pods, controller scale, (expected, desired, healthy, allowed)
+    (
+        "min-available-int",
+        {"minAvailable": 2},
+        [ready_pod("a"), ready_pod("b"), ready_pod("c")],
+        3,
+        (3, 2, 3, 1),
+    ),
+    (
+        "min-available-int-violated",
+        {"minAvailable": 3},
+        [ready_pod("a"), ready_pod("b"), ready_pod("c")],
+        3,
+        (3, 3, 3, 0),
+    ),
+    (
+        "min-available-percent-rounds-up",
+        {"minAvailable": "50%"},
+        [ready_pod("a"), ready_pod("b"), ready_pod("c")],
+        3,
+        (3, 2, 3, 1),
+    ),
+    (
+        "max-unavailable-int",
+        {"maxUnavailable": 1},
+        [ready_pod("a"), ready_pod("b"), ready_pod("c")],
+        3,
+        (3, 2, 3, 1),
+    ),
+    (
+        "max-unavailable-percent-rounds-up",
+        {"maxUnavailable": "34%"},
+        [ready_pod("a"), ready_pod("b"), ready_pod("c")],
+        3,
+        (3, 1, 3, 2),
+    ),
+    (
+        "max-unavailable-counts-missing-pods",
+        {"maxUnavailable": 1},
+        [ready_pod("a"), ready_pod("b")],
+        3,
+        (3, 2, 2, 0),
+    ),
+    (
+        "unready-and-deleting-not-healthy",
+        {"minAvailable": 1},
+        [ready_pod("a", ready=False), ready_pod("b", deleting=True), ready_pod("c")],
+        3,
+        (3, 1, 1, 0),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("spec", "pods", "scale", "expected"), [c[1:] for c in PDB_CASES], ids=[c[0] for c in PDB_CASES]
+)
+def test_pdb_compute(
+    spec: dict[str, Any], pods: list[dict[str, Any]], scale: int, expected: tuple[int, int, int, int]
+) -> None:
+    budget = disruption.compute({"spec": spec}, pods, lambda _p: scale, T0)
+    assert (
+        budget.expected_pods,
+        budget.desired_healthy,
+        budget.current_healthy,
+        budget.disruptions_allowed,
+    ) == expected
+
+
+def test_pdb_disrupted_pods_count_until_they_expire() -> None:
+    pdb = {"spec": {"minAvailable": 1}, "status": {"disruptedPods": {"a": disruption.rfc3339(T0)}}}
+    pods = [ready_pod("a"), ready_pod("b")]
+    assert disruption.compute(pdb, pods, lambda _p: 2, T0 + 10).current_healthy == 1
+    assert disruption.compute(pdb, pods, lambda _p: 2, T0 + 200).current_healthy == 2
+
+
+SCALE_CASES = [
+    ("int", 3, 10, True, 3),
+    ("percent-up", "25%", 10, True, 3),
+    ("percent-down", "25%", 10, False, 2),
+    ("zero", "0%", 7, True, 0),
+]
+
+
+@pytest.mark.parametrize(
+    ("raw", "total", "up", "expected"), [c[1:] for c in SCALE_CASES], ids=[c[0] for c in SCALE_CASES]
+)
+def test_scaled_value(raw: Any, total: int, up: bool, expected: int) -> None:
+    assert disruption.scaled_value(raw, total, up) == expected
+
+
+def test_eviction_verdicts() -> None:
+    pdb: dict[str, Any] = {
+        "metadata": {"name": "b", "generation": 1},
+        "status": {
+            "observedGeneration": 1,
+            "disruptionsAllowed": 0,
+            "desiredHealthy": 2,
+            "currentHealthy": 2,
+        },
+    }
+    with pytest.raises(ApiError) as info:
+        disruption.eviction_verdict(pdb, ready_pod("a"))
+    assert info.value.code == 429
+    assert info.value.message == "Cannot evict pod as it would violate the pod's disruption budget."
+    assert (
+        info.value.causes[0]["message"] == "The disruption budget b needs 2 healthy pods and has 2 currently"
+    )
+    # An unready pod may go while the budget is healthy (IfHealthyBudget).
+    assert disruption.eviction_verdict(pdb, ready_pod("a", ready=False)) == disruption.Verdict(True, False)
+    stale = {**pdb, "metadata": {"name": "b", "generation": 2}}
+    with pytest.raises(ApiError, match="disruption budget"):
+        disruption.eviction_verdict(stale, ready_pod("a"))
+    allowed: dict[str, Any] = {**pdb, "status": {**pdb["status"], "disruptionsAllowed": 1}}
+    assert disruption.eviction_verdict(allowed, ready_pod("a")) == disruption.Verdict(True, True)
+    consumed = disruption.consume(allowed, "a", T0)
+    assert consumed["status"]["disruptionsAllowed"] == 0
+    assert consumed["status"]["disruptedPods"] == {"a": "2026-01-01T00:00:00Z"}
+    assert allowed["status"]["disruptionsAllowed"] == 1  # the input is not changed
+
+
+# --- patches --------------------------------------------------------------------------------------
+
+POD: dict[str, Any] = {
+    "spec": {
+        "containers": [
+            {"name": "a", "image": "x", "resources": {"requests": {"cpu": "1"}}},
+            {"name": "b", "image": "y"},
+        ]
+    }
+}
+
+PATCH_CASES: list[tuple[str, Any, str, Any]] = [
+    (
+        "strategic-by-name",
+        {"spec": {"containers": [{"name": "b", "resources": {"requests": {"cpu": "2"}}}]}},
+        patching.STRATEGIC_MERGE_PATCH,
+        lambda p: (
+            p["spec"]["containers"][1]["resources"]["requests"]["cpu"] == "2"
+            and p["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "1"
+        ),
+    ),
+    (
+        "strategic-null-deletes",
+        {"spec": {"containers": [{"name": "a", "resources": {"requests": {"cpu": None}}}]}},
+        patching.STRATEGIC_MERGE_PATCH,
+        lambda p: p["spec"]["containers"][0]["resources"]["requests"] == {},
+    ),
+    (
+        "merge-replaces-lists",
+        {"spec": {"containers": [{"name": "b"}]}},
+        patching.MERGE_PATCH,
+        lambda p: p["spec"]["containers"] == [{"name": "b"}],
+    ),
+    (
+        "json-patch",
+        [
+            {"op": "replace", "path": "/spec/containers/0/resources/requests/cpu", "value": "3"},
+            {"op": "add", "path": "/spec/containers/1/resources", "value": {"limits": {"cpu": "1"}}},
+        ],
+        patching.JSON_PATCH,
+        lambda p: (
+            p["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "3"
+            and p["spec"]["containers"][1]["resources"] == {"limits": {"cpu": "1"}}
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("body", "ctype", "check"), [c[1:] for c in PATCH_CASES], ids=[c[0] for c in PATCH_CASES]
+)
+def test_patches(body: Any, ctype: str, check: Any) -> None:
+    out = patching.apply_patch(POD, body, ctype)
+    assert check(out)
+    assert POD["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "1"  # input untouched
+
+
+def test_json_patch_missing_path_is_422() -> None:
+    with pytest.raises(ApiError) as info:
+        patching.apply_patch(
+            POD, [{"op": "replace", "path": "/spec/nope/x", "value": 1}], patching.JSON_PATCH
+        )
+    assert info.value.code == 422
