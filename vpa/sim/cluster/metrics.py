@@ -31,12 +31,13 @@ def _window(seconds: float) -> str:
 
 
 def cpu_string(millicores: int) -> str:
-    """metrics-server reports CPU in nanocores (`123456789n`); we keep whole millicores in that unit."""
+    """CPU usage as a quantity of whole millicores (metrics-server would print nanocores, `123456789n`)."""
     return Quantity(millicores * 10**6).canonical() if millicores else "0"
 
 
 def memory_string(value: int) -> str:
-    return f"{value // 1024}Ki" if value % 1024 == 0 and value else str(value)
+    """metrics-server reports the working set in whole KiB."""
+    return f"{value // 1024}Ki" if value >= 1024 else str(value)
 
 
 def _selector_matches(selector: str | None, labels: Mapping[str, str]) -> bool:

@@ -873,7 +873,10 @@ class NodeAgent:
         profile = self.usage.profile(pod, container, MEMORY, req, lim)
         if profile.upper_bound() <= limit:
             return
-        start = max(self.clock.now(), c.started_at)
+        now = self.clock.now()
+        # Timers carry their due time: after a long advance(), kills are replayed at the right instants, so the
+        # search starts at the container's (re)start unless that is beyond the scan horizon.
+        start = c.started_at if now - c.started_at <= _OOM_HORIZON_S else now
         crossing: float | None
         if isinstance(profile, Leak):
             crossing = profile.crossing(limit, c.started_at)

@@ -1,0 +1,101 @@
+"""Usage profiles over virtual hours: OOM kills from a memory leak and what metrics.k8s.io reports."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import aiohttp
+
+from tests.integration.sim_cluster.conftest import container, create_pod, cstatus, deployment, pod, sim
+from vpa.sim.cluster.profiles import ANNOTATION
+
+MI = 2**20
+
+
+async def pod_metrics(http: aiohttp.ClientSession, name: str) -> tuple[int, dict[str, Any]]:
+    async with http.get(f"/apis/metrics.k8s.io/v1beta1/namespaces/default/pods/{name}") as resp:
+        return resp.status, await resp.json(content_type=None)
+
+
+def usage(body: dict[str, Any], name: str = "app") -> dict[str, str]:
+    return next(c["usage"] for c in body["containers"] if c["name"] == name)
+
+
+async def test_memory_leak_is_oom_killed_and_restarts_over_virtual_hours() -> None:
+    async with sim("1.35") as (cluster, http):
+        leak = {"app": {"memory": {"type": "leak", "start": "100Mi", "per_hour": "100Mi"}}}
+        await create_pod(cluster, pod("leaky", annotations={ANNOTATION: json.dumps(leak)}))
+        code, body = await pod_metrics(http, "leaky")
+        assert code == 200
+        assert usage(body)["memory"] == f"{100 * 1024}Ki"
+        # Limit 512Mi: the leak crosses it after 4.12 h, and again 4.12 h after each restart.
+        await cluster.advance(4 * 3600)
+        assert cstatus(cluster.store.get("pods", "default", "leaky"))["restartCount"] == 0  # type: ignore[arg-type]
+        await cluster.advance(6 * 3600)
+        status = cstatus(cluster.store.get("pods", "default", "leaky"))  # type: ignore[arg-type]
+        assert status["restartCount"] == 2
+        terminated = status["lastState"]["terminated"]
+        assert terminated["reason"] == "OOMKilled"
+        assert terminated["exitCode"] == 137
+        # Kills one second after usage == limit (4.12 h = 14832 s): 14833 s and 29666 s = 08:14:26.
+        assert terminated["finishedAt"] == "2026-01-01T08:14:26Z"
+        assert status["state"]["running"]["startedAt"] == terminated["finishedAt"]
+        assert status["ready"] is True
+        # The leak restarted with the container: 10 h − 8.24 h ≈ 1.76 h of leaking since.
+        code, body = await pod_metrics(http, "leaky")
+        used = int(usage(body)["memory"].removesuffix("Ki")) * 1024
+        assert 270 * MI < used < 280 * MI
+
+
+async def test_metrics_follow_daily_cycle_trend_and_cpu_limit() -> None:
+    async with sim("1.35") as (cluster, http):
+        profile = {
+            "app": {
+                "cpu": {"type": "daily", "base": "500m", "amplitude": "300m", "peak_hour": 14},
+                "memory": {"type": "trend", "start": "100Mi", "per_hour": "10Mi"},
+            },
+            "capped": {"cpu": {"type": "constant", "value": "3"}},
+        }
+        dep = deployment(
+            "web",
+            1,
+            container(memory_limit=None),
+            container("capped"),
+            annotations={ANNOTATION: json.dumps(profile)},
+        )
+        await cluster.store.create("deployments.apps", dep)
+        await cluster.settle()
+        name = cluster.store.list("pods", "default")[0]["metadata"]["name"]
+        await cluster.advance(14 * 3600)
+        code, body = await pod_metrics(http, name)
+        assert code == 200
+        assert body["timestamp"] == "2026-01-01T14:00:00Z"
+        assert body["window"] == "30s"
+        assert usage(body)["cpu"] == "800m"  # peak at 14:00
+        assert usage(body)["memory"] == f"{(100 + 140) * 1024}Ki"  # 14 h × 10Mi
+        assert usage(body, "capped")["cpu"] == "1"  # 3 cores wanted, limit 1
+        await cluster.advance(12 * 3600)
+        code, body = await pod_metrics(http, name)
+        assert usage(body)["cpu"] == "200m"  # trough at 02:00
+        assert usage(body)["memory"] == f"{(100 + 260) * 1024}Ki"
+        async with http.get("/apis/metrics.k8s.io/v1beta1/nodes/node-1") as resp:
+            node = await resp.json()
+        assert node["usage"]["cpu"] == "1200m"  # 200m + 1 (capped)
+        async with http.get(
+            "/apis/metrics.k8s.io/v1beta1/namespaces/default/pods?labelSelector=app%3Dweb"
+        ) as resp:
+            listed = await resp.json()
+        assert [i["metadata"]["name"] for i in listed["items"]] == [name]
+
+
+async def test_pending_pods_have_no_metrics_and_defaults_cover_the_rest() -> None:
+    async with sim("1.35", cpu="1") as (cluster, http):
+        await create_pod(cluster, pod("fits", container(cpu="400m", memory="200Mi")))
+        await create_pod(cluster, pod("waits", container(cpu="2", cpu_limit="2")))
+        code, body = await pod_metrics(http, "fits")
+        assert code == 200
+        # No profile: half of the requests.
+        assert usage(body) == {"cpu": "200m", "memory": f"{100 * 1024}Ki"}
+        code, _ = await pod_metrics(http, "waits")
+        assert code == 404
