@@ -3,7 +3,7 @@ PY      ?= .venv/bin/python
 VENV    := .venv
 PYTEST_ARGS ?=
 
-.PHONY: setup lint typecheck imports test check e2e bench chart flags-doc clean
+.PHONY: setup run lint typecheck imports test check e2e bench chart flags-doc clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -12,6 +12,10 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 setup: $(VENV)/.installed
+
+# The main job: a simulated cluster and `vpa run` against it (Ctrl-C stops both).
+run: setup
+	bash hack/run-local.sh $(RUN_ARGS)
 
 lint: setup
 	$(PY) -m ruff check .
@@ -35,6 +39,10 @@ bench: setup
 
 flags-doc: setup
 	$(PY) -m vpa.cli flags-doc > docs/flags.md
+	$(PY) -m vpa.cli gates-doc > docs/feature-gates.md
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+
+/.run:
+	mkdir -p .run

@@ -47,7 +47,9 @@ PARSE_TABLE = [
 ]
 
 
-@pytest.mark.parametrize(("text", "canonical", "millis", "value"), PARSE_TABLE, ids=[r[0] for r in PARSE_TABLE])
+@pytest.mark.parametrize(
+    ("text", "canonical", "millis", "value"), PARSE_TABLE, ids=[r[0] for r in PARSE_TABLE]
+)
 def test_parse_table(text: str, canonical: str, millis: int, value: int) -> None:
     q = Quantity.parse(text)
     assert q.canonical() == canonical
@@ -114,7 +116,10 @@ def test_helpers() -> None:
         quantity.cpu_millicores("lots")
 
 
-@given(st.integers(min_value=-(2**62), max_value=2**62), st.sampled_from(["DecimalSI", "BinarySI", "DecimalExponent"]))
+@given(
+    st.integers(min_value=-(2**62), max_value=2**62),
+    st.sampled_from(["DecimalSI", "BinarySI", "DecimalExponent"]),
+)
 def test_canonical_round_trips(nanos: int, fmt: quantity.Format) -> None:
     q = Quantity(nanos, fmt)
     again = Quantity.parse(q.canonical())
