@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import functools
 import hashlib
 import math
 from collections.abc import Mapping
@@ -52,7 +53,12 @@ _OOM_HORIZON_S = 6 * 3600.0
 
 
 def rfc3339(t: float) -> str:
-    return dt.datetime.fromtimestamp(int(t), tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return _rfc3339(int(t))
+
+
+@functools.lru_cache(maxsize=4096)
+def _rfc3339(t: int) -> str:
+    return dt.datetime.fromtimestamp(t, tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def parse_time(text: str | None) -> float | None:
@@ -74,10 +80,27 @@ def _resources_of(container: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def _amounts(res: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, int], dict[str, int]]:
+    """(requests, limits) as integers; memoised, so the returned dicts are shared and must not be changed."""
+    key = (
+        tuple(sorted((res.get("requests") or {}).items())),
+        tuple(sorted((res.get("limits") or {}).items())),
+    )
+    try:
+        return _amounts_cached(key)
+    except TypeError:  # an unhashable value: not worth caching
+        return _parse_amounts(res)
+
+
+def _parse_amounts(res: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, int], dict[str, int]]:
     return (
         container_amounts({"resources": {"requests": res.get("requests")}}, "requests"),
         container_amounts({"resources": {"limits": res.get("limits")}}, "limits"),
     )
+
+
+@functools.lru_cache(maxsize=8192)
+def _amounts_cached(key: tuple[tuple[Any, ...], tuple[Any, ...]]) -> tuple[dict[str, int], dict[str, int]]:
+    return _parse_amounts({"requests": dict(key[0]), "limits": dict(key[1])})
 
 
 def _same(a: Mapping[str, Mapping[str, Any]], b: Mapping[str, Mapping[str, Any]]) -> bool:
@@ -123,6 +146,9 @@ class PodRun:
     cond_times: dict[str, tuple[str, str]] = field(default_factory=dict)
     timers: list[Any] = field(default_factory=list)
     oom_timers: dict[str, Any] = field(default_factory=dict)
+    # The resourceVersion of our own last write: a watch event carrying it needs no sync unless `dirty`.
+    last_rv: str | None = None
+    dirty: bool = True
 
 
 @dataclass
@@ -167,6 +193,9 @@ class NodeAgent:
         self.node_order: list[str] = []
         self.runs: dict[Key, PodRun] = {}
         self.pending: dict[Key, None] = {}
+        # Pending pods to try on the next pass: None = every node (new or changed pod), else only the nodes
+        # where room freed since (the others did not fit before and have not changed).
+        self._to_try: dict[Key, set[str] | None] = {}
         self._shape_hint: dict[tuple[int, int], int] = {}
         self.oom_kills = 0
         self.resize_events: list[tuple[Key, str]] = []  # (pod, "Deferred"/"Infeasible"/...) for diagnostics
@@ -336,10 +365,13 @@ class NodeAgent:
                 return
             if spec.get("schedulingGates"):
                 return
+            if k not in self.pending or previous is None or previous.get("spec") != spec:
+                self._to_try[k] = None
+                self.rt.enqueue("scheduler", ("", ""), self._schedule_pass)
             self.pending[k] = None
-            self.rt.enqueue("scheduler", ("", ""), self._schedule_pass)
             return
         self.pending.pop(k, None)
+        self._to_try.pop(k, None)
         self.rt.enqueue("kubelet", k, self.sync_pod)
 
     def _forget(self, run: PodRun) -> None:
@@ -381,8 +413,13 @@ class NodeAgent:
         node = self.nodes.get(node_name)
         if node is not None and node.deferred:
             for k in self._deferred_order(node):
-                self.rt.enqueue("kubelet", k, self.sync_pod)
-        if self.pending:
+                self._kick(k)
+        if self.pending and node_name in self.nodes:
+            for k in self.pending:
+                nodes = self._to_try.get(k, set())
+                if nodes is not None:
+                    nodes.add(node_name)
+                    self._to_try[k] = nodes
             self.rt.enqueue("scheduler", ("", ""), self._schedule_pass)
 
     def _deferred_order(self, node: NodeRun) -> list[Key]:
@@ -412,7 +449,11 @@ class NodeAgent:
                 f"{k[0]}/{k[1]}",
             )
 
-        for k in sorted(self.pending, key=order):
+        batch = self._to_try
+        self._to_try = {}
+        for k in sorted(batch, key=order):
+            if k not in self.pending:
+                continue
             pod = self.store.get("pods", k[0], k[1])
             if (
                 pod is None
@@ -422,7 +463,7 @@ class NodeAgent:
                 self.pending.pop(k, None)
                 continue
             try:
-                await self._schedule_one(k, pod)
+                await self._schedule_one(k, pod, batch[k])
             except ApiError as err:
                 if err.code not in (404, 409):
                     raise
@@ -447,9 +488,18 @@ class NodeAgent:
             return "Insufficient memory"
         return None
 
-    async def _schedule_one(self, k: Key, pod: JsonObj) -> None:
+    async def _schedule_one(self, k: Key, pod: JsonObj, only: set[str] | None) -> None:
         spec = pod.get("spec") or {}
         cpu, mem = effective_requests(spec)
+        if only is not None:
+            # A retry after room freed: only those nodes changed, and the first of them that fits is the
+            # first fit overall (every other node refused this pod before). No fit: the reason stands.
+            for name in sorted(only, key=lambda n: self.nodes[n].index if n in self.nodes else 1 << 30):
+                node = self.nodes.get(name)
+                if node is not None and self._fits(node, pod, cpu, mem) is None:
+                    await self._bind(k, pod, node)
+                    return
+            return
         # First-fit remembers, per request shape, the first node that could still take such a pod (nodes
         # before it were full for that shape; freeing room clears the hints). Constrained pods scan all.
         constrained = bool(spec.get("nodeSelector") or (spec.get("affinity") or {}).get("nodeAffinity"))
@@ -512,12 +562,13 @@ class NodeAgent:
 
     async def _bind(self, k: Key, pod: JsonObj, node: NodeRun) -> None:
         now = self.clock.now()
-        new = copy.deepcopy(pod)
-        new["spec"]["nodeName"] = node.name
+        new = {**pod, "spec": {**(pod.get("spec") or {}), "nodeName": node.name}}  # the store copies it
         run = self._new_run(k, new, node, now)
         new["status"] = self._status(new, run)
         result = await self.store.update("pods", new, subresource="binding")
         self.pending.pop(k, None)
+        run.last_rv = (result.get("metadata") or {}).get("resourceVersion")
+        run.dirty = False
         self.runs[k] = run
         node.pods.add(k)
         self._account(run, self._sched_view(result, run), self._kube_view(result, run))
@@ -592,6 +643,10 @@ class NodeAgent:
         if run is not None and run.uid != md.get("uid"):
             self._forget(run)
             run = None
+        if run is not None and not run.dirty and md.get("resourceVersion") == run.last_rv:
+            return  # the echo of our own write
+        if run is not None:
+            run.dirty = False
         node = self.nodes.get(spec.get("nodeName") or "")
         if node is None:
             return
@@ -656,9 +711,16 @@ class NodeAgent:
 
     def _enqueue_sync(self, k: Key) -> Any:
         def fire(_due: float) -> None:
-            self.rt.enqueue("kubelet", k, self.sync_pod)
+            self._kick(k)
 
         return fire
+
+    def _kick(self, k: Key) -> None:
+        """Sync a pod for a reason of our own (a timer, room freed), even if nobody changed it."""
+        run = self.runs.get(k)
+        if run is not None:
+            run.dirty = True
+        self.rt.enqueue("kubelet", k, self.sync_pod)
 
     def _complete_cb(self, k: Key, uid: str) -> Any:
         async def fire(due: float) -> None:
@@ -874,7 +936,7 @@ class NodeAgent:
         if profile.upper_bound() <= limit:
             return
         now = self.clock.now()
-        # Timers carry their due time: after a long advance(), kills are replayed at the right instants, so the
+        # Timers carry their due time: after a long advance(), kills replay at the right instants, so the
         # search starts at the container's (re)start unless that is beyond the scan horizon.
         start = c.started_at if now - c.started_at <= _OOM_HORIZON_S else now
         crossing: float | None
@@ -1116,6 +1178,7 @@ class NodeAgent:
         new = dict(pod)
         new["status"] = status
         result = await self.store.update("pods", new, subresource="status")
+        run.last_rv = (result.get("metadata") or {}).get("resourceVersion")
         self.rt.observe("pods", result)
 
 

@@ -14,6 +14,7 @@ that change a pod change the dict they are given, which must be the caller's own
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -58,8 +59,17 @@ def quantity(value: object) -> Quantity:
 
 def amount(resource: str, value: object) -> int:
     """CPU in millicores, anything else in whole units (bytes for memory)."""
+    if isinstance(value, str):
+        return _cached_amount(resource == CPU, value)
     q = quantity(value)
     return q.millis if resource == CPU else q.value
+
+
+@functools.lru_cache(maxsize=8192)
+def _cached_amount(millis: bool, text: str) -> int:
+    # The same few quantity strings recur across thousands of pods: parse each once.
+    q = Quantity.parse(text)
+    return q.millis if millis else q.value
 
 
 def resource_list(requirements: Mapping[str, Any] | None, key: str) -> dict[str, Any]:
@@ -99,21 +109,21 @@ def qos_class(pod: Mapping[str, Any]) -> str:
     limits and the summed requests must equal the summed limits for Guaranteed.
     """
     spec = pod.get("spec") or {}
-    requests: dict[str, Quantity] = {}
-    limits: dict[str, Quantity] = {}
+    requests: dict[str, int] = {}
+    limits: dict[str, int] = {}
     guaranteed = True
     for container in all_containers(spec):
         resources = container.get("resources") or {}
         for name, raw in resource_list(resources, "requests").items():
-            q = _safe_quantity(raw)
-            if name in COMPUTE and q is not None and q.nanos > 0:
-                requests[name] = Quantity(requests.get(name, Quantity(0)).nanos + q.nanos)
+            q = _safe_nanos(raw) if name in COMPUTE else None
+            if q is not None and q > 0:
+                requests[name] = requests.get(name, 0) + q
         found: set[str] = set()
         for name, raw in resource_list(resources, "limits").items():
-            q = _safe_quantity(raw)
-            if name in COMPUTE and q is not None and q.nanos > 0:
+            q = _safe_nanos(raw) if name in COMPUTE else None
+            if q is not None and q > 0:
                 found.add(name)
-                limits[name] = Quantity(limits.get(name, Quantity(0)).nanos + q.nanos)
+                limits[name] = limits.get(name, 0) + q
         if not set(COMPUTE) <= found:
             guaranteed = False
     if not requests and not limits:
@@ -127,6 +137,21 @@ def qos_class(pod: Mapping[str, Any]) -> str:
     if guaranteed and len(requests) == len(limits):
         return GUARANTEED
     return BURSTABLE
+
+
+def _safe_nanos(raw: object) -> int | None:
+    if isinstance(raw, str):
+        try:
+            return _cached_nanos(raw)
+        except QuantityError:
+            return None
+    q = _safe_quantity(raw)
+    return q.nanos if q is not None else None
+
+
+@functools.lru_cache(maxsize=8192)
+def _cached_nanos(text: str) -> int:
+    return Quantity.parse(text).nanos
 
 
 def _safe_quantity(raw: object) -> Quantity | None:

@@ -140,7 +140,7 @@ class Runtime:
         self._tasks: list[asyncio.Task[Any]] = []
         self._work = asyncio.Event()
         self._timer_changed = asyncio.Event()
-        self._busy = False
+        self._busy = 0
         self.progress = 0  # bumped on every event, work item and timer: settle() watches it
         self.errors = 0
         self._started = False
@@ -224,7 +224,7 @@ class Runtime:
                 await self._work.wait()
                 continue
             (name, key), reconcile = self._queue.popitem(last=False)
-            self._busy = True
+            self._busy += 1
             self.progress += 1
             try:
                 await reconcile(key)
@@ -241,7 +241,7 @@ class Runtime:
                 log.exception("sim %s %s failed", name, key)
                 self.after(5.0, _requeue(self, name, key, reconcile))
             finally:
-                self._busy = False
+                self._busy -= 1
             # Let watch consumers run between items so caches stay fresh.
             await asyncio.sleep(0)
 
@@ -273,6 +273,7 @@ class Runtime:
             if due is not None and due <= now:
                 timer = heapq.heappop(self._timers)
                 self.progress += 1
+                self._busy += 1
                 try:
                     result = timer.callback(timer.due)
                     if result is not None:
@@ -280,6 +281,8 @@ class Runtime:
                 except Exception:
                     self.errors += 1
                     log.exception("sim timer failed")
+                finally:
+                    self._busy -= 1
                 await asyncio.sleep(0)
                 continue
             self._timer_changed.clear()
@@ -297,9 +300,9 @@ class Runtime:
 
     def pending(self) -> bool:
         due = self._next_due()
-        return bool(self._queue) or self._busy or (due is not None and due <= self.clock.now())
+        return bool(self._queue) or self._busy > 0 or (due is not None and due <= self.clock.now())
 
-    async def settle(self, *, quiet_rounds: int = 4, timeout_s: float = 60.0) -> None:
+    async def settle(self, *, quiet_rounds: int = 4, timeout_s: float = 600.0) -> None:
         """Return when no work is queued or running, no timer is due and nothing moved for a few turns."""
         deadline = time.monotonic() + timeout_s
         quiet = 0
