@@ -240,3 +240,41 @@ async def test_memory_limit_decrease_depends_on_version() -> None:
         now = get(cluster, "web")
         assert condition(now, "PodResizeInProgress") is None
         assert cstatus(now)["resources"]["limits"]["memory"] == "400Mi"
+
+
+async def test_deferred_resizes_are_retried_in_priority_order() -> None:
+    async with sim("1.35", cpu="4") as (cluster, http):
+        for name, value in (("low", 100), ("high", 1000)):
+            await cluster.store.create(
+                "priorityclasses.scheduling.k8s.io",
+                {
+                    "apiVersion": "scheduling.k8s.io/v1",
+                    "kind": "PriorityClass",
+                    "metadata": {"name": name},
+                    "value": value,
+                },
+            )
+        await create_pod(cluster, pod("filler", container(cpu="1500m", cpu_limit="2")))
+        await create_pod(cluster, pod("low", container(cpu="1", cpu_limit="3"), priorityClassName="low"))
+        high = await create_pod(
+            cluster, pod("high", container(cpu="1", cpu_limit="3"), priorityClassName="high")
+        )
+        assert high["spec"]["priority"] == 1000
+        # The low-priority resize has waited longer, but priority comes first when room frees.
+        assert (await resize(http, "low", resources_patch(cpu="2500m")))[0] == 200
+        await cluster.settle()
+        await cluster.advance(10)
+        assert (await resize(http, "high", resources_patch(cpu="2500m")))[0] == 200
+        await cluster.settle()
+        for name in ("low", "high"):
+            pending = condition(get(cluster, name), "PodResizePending")
+            assert pending is not None
+            assert pending["reason"] == "Deferred"
+        await cluster.store.delete("pods", "default", "filler")
+        await cluster.settle()
+        assert cstatus(get(cluster, "high"))["allocatedResources"]["cpu"] == "2500m"
+        assert condition(get(cluster, "high"), "PodResizePending") is None
+        still = condition(get(cluster, "low"), "PodResizePending")
+        assert still is not None
+        assert still["reason"] == "Deferred"
+        assert still["lastTransitionTime"] == "2026-01-01T00:00:00Z"

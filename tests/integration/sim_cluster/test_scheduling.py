@@ -1,4 +1,4 @@
-"""Scheduler bookkeeping at a modest scale: first-fit order, allocatable never exceeded, deletions free room."""
+"""Scheduler bookkeeping at modest scale: first-fit order, allocatable never exceeded, deletions free room."""
 
 from __future__ import annotations
 

@@ -67,11 +67,46 @@ class PodApi:
     def default(self, op: Operation, old: JsonObj | None, new: JsonObj, subresource: str | None) -> None:
         if op != "CREATE" or subresource is not None:
             return
+        self._priority(new)
         pods.default_pod(new, self.version)
         namespace = (new.get("metadata") or {}).get("namespace") or "default"
         pods.limit_range_defaults(new, self._limit_ranges(namespace))
         # LimitRanger may have added requests: the QoS class follows the final resources.
         new["status"]["qosClass"] = pods.qos_class(new)
+
+    def _priority(self, pod: JsonObj) -> None:
+        """The Priority admission plugin: `spec.priority` from the pod's PriorityClass (or the global default)."""
+        spec = pod.setdefault("spec", {})
+        name = spec.get("priorityClassName")
+        try:
+            classes = self.store.list("priorityclasses.scheduling.k8s.io")
+        except ApiError:
+            return
+        chosen = None
+        if name:
+            chosen = next((c for c in classes if (c.get("metadata") or {}).get("name") == name), None)
+            if chosen is None and name not in ("system-cluster-critical", "system-node-critical"):
+                md = pod.get("metadata") or {}
+                raise ApiError(
+                    403,
+                    "Forbidden",
+                    f'pods "{md.get("name") or md.get("generateName") or ""}" is '
+                    f"forbidden: no PriorityClass with name {name} was found",
+                    kind="pods",
+                )
+            value = (
+                int(chosen.get("value", 0))
+                if chosen is not None
+                else (2000000000 if name == "system-cluster-critical" else 2000001000)
+            )
+        else:
+            chosen = next((c for c in classes if c.get("globalDefault")), None)
+            value = int(chosen.get("value", 0)) if chosen is not None else 0
+            if chosen is not None:
+                spec["priorityClassName"] = chosen["metadata"]["name"]
+        spec.setdefault("priority", value)
+        if chosen is not None and chosen.get("preemptionPolicy"):
+            spec.setdefault("preemptionPolicy", chosen["preemptionPolicy"])
 
     def validate(self, op: Operation, old: JsonObj | None, new: JsonObj, subresource: str | None) -> None:
         md = new.get("metadata") or {}
