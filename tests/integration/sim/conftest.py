@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import ssl
 from collections.abc import AsyncIterator
 
 import aiohttp
 import pytest
 from kubernetes_asyncio import client, config
 
+from tests.integration.sim.helpers import tls_session
 from vpa.sim import SimCluster
 
 
@@ -29,10 +29,5 @@ async def api(cluster: SimCluster) -> AsyncIterator[client.ApiClient]:
 @pytest.fixture
 async def http(cluster: SimCluster) -> AsyncIterator[aiohttp.ClientSession]:
     """A raw HTTPS session trusting the cluster CA, with the cluster URL as base."""
-    ctx = ssl.create_default_context(cadata=cluster.ca_cert_pem.decode())
-    async with aiohttp.ClientSession(
-        base_url=cluster.url,
-        connector=aiohttp.TCPConnector(ssl=ctx),
-        headers={"Authorization": "Bearer test"},
-    ) as session:
+    async with tls_session(cluster) as session:
         yield session

@@ -147,26 +147,71 @@ class Entry:
 
 
 class Event:
-    """One change in the history; `line` is the watch-stream line, built lazily once."""
+    """One change as watchers see it; `line` is the watch-stream line, built lazily once.
 
-    __slots__ = ("_line", "key", "namespace", "obj", "old", "raw", "rv", "type")
+    `obj`/`old` may be given as parsed dicts (live dispatch) or only as bytes (history replay, parsed on
+    first use): the history keeps bytes only, so superseded versions cost their JSON size, not a dict tree.
+    """
+
+    __slots__ = ("_line", "_obj", "_old", "key", "namespace", "old_raw", "raw", "rv", "type")
 
     def __init__(
-        self, rv: int, key: str, namespace: str, etype: str, obj: JsonObj, raw: bytes, old: JsonObj | None
+        self,
+        rv: int,
+        key: str,
+        namespace: str,
+        etype: str,
+        obj: JsonObj | None,
+        raw: bytes,
+        old: JsonObj | None,
+        old_raw: bytes | None = None,
     ) -> None:
         self.rv = rv
         self.key = key
         self.namespace = namespace
         self.type = etype
-        self.obj = obj
+        self._obj = obj
         self.raw = raw
-        self.old = old
+        self._old = old
+        self.old_raw = old_raw
         self._line: bytes | None = None
+
+    @property
+    def obj(self) -> JsonObj:
+        if self._obj is None:
+            self._obj = orjson.loads(self.raw)
+        return self._obj
+
+    @property
+    def old(self) -> JsonObj | None:
+        if self._old is None and self.old_raw is not None:
+            self._old = orjson.loads(self.old_raw)
+        return self._old
+
+    def retyped(self, etype: str) -> Event:
+        return Event(self.rv, self.key, self.namespace, etype, self._obj, self.raw, self._old, self.old_raw)
 
     def line(self) -> bytes:
         if self._line is None:
             self._line = b'{"type":"' + self.type.encode() + b'","object":' + self.raw + b"}\n"
         return self._line
+
+
+class HistoryRecord:
+    """A change kept for watches that resume from an older resourceVersion (bytes only)."""
+
+    __slots__ = ("key", "namespace", "old_raw", "raw", "rv", "type")
+
+    def __init__(self, rv: int, key: str, namespace: str, etype: str, raw: bytes, old_raw: bytes | None) -> None:
+        self.rv = rv
+        self.key = key
+        self.namespace = namespace
+        self.type = etype
+        self.raw = raw
+        self.old_raw = old_raw
+
+    def event(self) -> Event:
+        return Event(self.rv, self.key, self.namespace, self.type, None, self.raw, None, self.old_raw)
 
 
 @dataclass(eq=False)
@@ -222,7 +267,7 @@ class ObjectStore:
         self._owners: dict[str, set[tuple[str, str, str]]] = {}
         self.rv = 1
         self.compacted_rv = 0
-        self.history: deque[Event] = deque(maxlen=history_size)
+        self.history: deque[HistoryRecord] = deque(maxlen=history_size)
         self.watchers: dict[str, set[Watcher]] = {}
         # Called after every committed change (the HTTP layer, tests); must not raise.
         self.listeners: list[Callable[[Event], None]] = []
@@ -296,9 +341,9 @@ class ObjectStore:
                         break
             return out
         keys = self.sorted_keys(resource)
-        if start is not None:
-            keys = keys[bisect.bisect_right(keys, start) :]
-        for ns, n in keys:
+        first = bisect.bisect_right(keys, start) if start is not None else 0
+        for i in range(first, len(keys)):
+            ns, n = keys[i]
             e = bucket[ns][n]
             if (not labels or labels_match(labels, e.obj)) and (not fields or fields_match(fields, e.obj)):
                 out.append(e)
@@ -370,6 +415,8 @@ class ObjectStore:
         name = md["name"]
         bucket = self._bucket(key)
         entry = Entry(obj, raw)
+        prev = bucket.get(ns, {}).get(name)
+        old_raw = prev.raw if prev is not None and old is not None else None
         if old is not None:
             self._index_owners(key, old, False)
         if etype == "DELETED":
@@ -387,16 +434,16 @@ class ObjectStore:
                 self._sorted.pop(key, None)
             inner[name] = entry
             self._index_owners(key, obj, True)
-        ev = Event(rv, key, ns, etype, obj, raw, old)
+        ev = Event(rv, key, ns, etype, obj, raw, old, old_raw)
         if self.history.maxlen is not None and len(self.history) == self.history.maxlen:
             self.compacted_rv = self.history[0].rv
-        self.history.append(ev)
+        self.history.append(HistoryRecord(rv, key, ns, etype, raw, old_raw))
         for w in tuple(self.watchers.get(key, ())):
             t = w.wants(ev)
             if t is None:
                 continue
             if t != ev.type:
-                w.queue.put_nowait(Event(rv, key, ns, t, obj, raw, old))
+                w.queue.put_nowait(ev.retyped(t))
             else:
                 w.queue.put_nowait(ev)
         for listener in self.listeners:
@@ -1247,15 +1294,14 @@ class ObjectStore:
                     causes=[{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
                     retry_after_s=1,
                 )
-            for ev in self.history:
-                if ev.rv <= since_rv or ev.key != resource:
+            for rec in self.history:
+                if rec.rv <= since_rv or rec.key != resource:
                     continue
+                ev = rec.event()
                 t = w.wants(ev)
                 if t is None:
                     continue
-                w.queue.put_nowait(
-                    ev if t == ev.type else Event(ev.rv, ev.key, ev.namespace, t, ev.obj, ev.raw, ev.old)
-                )
+                w.queue.put_nowait(ev if t == ev.type else ev.retyped(t))
         elif initial:
             for e in self.iter_entries(
                 resource, namespace, label_selector=label_selector, field_selector=field_selector
