@@ -38,59 +38,130 @@ def make_pod(i: int, nodes: int) -> tuple[dict[str, Any], dict[str, Any]]:
     app = f"app-{i % 1000:03d}"
     name = f"{app}-{i:06d}"
     ns = f"ns-{i % 50:02d}"
-    container = {
-        "name": "main", "image": f"registry.example.com/{app}:1.{i % 7}",
+    container: dict[str, Any] = {
+        "name": "main",
+        "image": f"registry.example.com/{app}:1.{i % 7}",
         "ports": [{"containerPort": 8080, "name": "http", "protocol": "TCP"}],
-        "env": [{"name": "APP", "value": app}, {"name": "POD_NAME", "valueFrom": {"fieldRef": {
-            "apiVersion": "v1", "fieldPath": "metadata.name"}}}],
-        "resources": {"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"cpu": "1", "memory": "512Mi"}},
-        "livenessProbe": {"httpGet": {"path": "/healthz", "port": 8080, "scheme": "HTTP"}, "periodSeconds": 10,
-                          "timeoutSeconds": 1, "successThreshold": 1, "failureThreshold": 3},
-        "readinessProbe": {"httpGet": {"path": "/readyz", "port": 8080, "scheme": "HTTP"}, "periodSeconds": 5,
-                           "timeoutSeconds": 1, "successThreshold": 1, "failureThreshold": 3},
-        "resizePolicy": [{"resourceName": "cpu", "restartPolicy": "NotRequired"},
-                         {"resourceName": "memory", "restartPolicy": "NotRequired"}],
-        "volumeMounts": [{"name": "kube-api-access", "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
-                          "readOnly": True}],
-        "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File",
+        "env": [
+            {"name": "APP", "value": app},
+            {
+                "name": "POD_NAME",
+                "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}},
+            },
+        ],
+        "resources": {
+            "requests": {"cpu": "250m", "memory": "256Mi"},
+            "limits": {"cpu": "1", "memory": "512Mi"},
+        },
+        "livenessProbe": {
+            "httpGet": {"path": "/healthz", "port": 8080, "scheme": "HTTP"},
+            "periodSeconds": 10,
+            "timeoutSeconds": 1,
+            "successThreshold": 1,
+            "failureThreshold": 3,
+        },
+        "readinessProbe": {
+            "httpGet": {"path": "/readyz", "port": 8080, "scheme": "HTTP"},
+            "periodSeconds": 5,
+            "timeoutSeconds": 1,
+            "successThreshold": 1,
+            "failureThreshold": 3,
+        },
+        "resizePolicy": [
+            {"resourceName": "cpu", "restartPolicy": "NotRequired"},
+            {"resourceName": "memory", "restartPolicy": "NotRequired"},
+        ],
+        "volumeMounts": [
+            {
+                "name": "kube-api-access",
+                "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
+                "readOnly": True,
+            }
+        ],
+        "terminationMessagePath": "/dev/termination-log",
+        "terminationMessagePolicy": "File",
         "imagePullPolicy": "IfNotPresent",
     }
-    sidecar = {"name": "proxy", "image": "registry.example.com/proxy:2.3",
-               "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}},
-               "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File",
-               "imagePullPolicy": "IfNotPresent"}
+    sidecar: dict[str, Any] = {
+        "name": "proxy",
+        "image": "registry.example.com/proxy:2.3",
+        "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}},
+        "terminationMessagePath": "/dev/termination-log",
+        "terminationMessagePolicy": "File",
+        "imagePullPolicy": "IfNotPresent",
+    }
     pod = {
-        "apiVersion": "v1", "kind": "Pod",
+        "apiVersion": "v1",
+        "kind": "Pod",
         "metadata": {
-            "name": name, "namespace": ns,
+            "name": name,
+            "namespace": ns,
             "labels": {"app": app, "pod-template-hash": "5d8f9c7b6d", "tier": "backend"},
             "annotations": {"vpaUpdates": "Pod resources updated by web-vpa: container 0: cpu request"},
-            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": f"{app}-5d8f9c7b6d",
-                                 "uid": f"00000000-0000-4000-8000-{i % 1000:012d}", "controller": True,
-                                 "blockOwnerDeletion": True}],
+            "ownerReferences": [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "ReplicaSet",
+                    "name": f"{app}-5d8f9c7b6d",
+                    "uid": f"00000000-0000-4000-8000-{i % 1000:012d}",
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
         },
         "spec": {
-            "containers": [container, sidecar], "restartPolicy": "Always", "terminationGracePeriodSeconds": 30,
-            "dnsPolicy": "ClusterFirst", "serviceAccountName": "default", "schedulerName": "default-scheduler",
-            "nodeName": f"node-{i % nodes:04d}", "enableServiceLinks": True, "priority": 0,
-            "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
-                             "tolerationSeconds": 300}],
-            "volumes": [{"name": "kube-api-access", "projected": {"sources": [{"serviceAccountToken": {
-                "expirationSeconds": 3607, "path": "token"}}], "defaultMode": 420}}],
+            "containers": [container, sidecar],
+            "restartPolicy": "Always",
+            "terminationGracePeriodSeconds": 30,
+            "dnsPolicy": "ClusterFirst",
+            "serviceAccountName": "default",
+            "schedulerName": "default-scheduler",
+            "nodeName": f"node-{i % nodes:04d}",
+            "enableServiceLinks": True,
+            "priority": 0,
+            "tolerations": [
+                {
+                    "key": "node.kubernetes.io/not-ready",
+                    "operator": "Exists",
+                    "effect": "NoExecute",
+                    "tolerationSeconds": 300,
+                }
+            ],
+            "volumes": [
+                {
+                    "name": "kube-api-access",
+                    "projected": {
+                        "sources": [{"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}}],
+                        "defaultMode": 420,
+                    },
+                }
+            ],
         },
     }
     t = "2026-01-01T00:00:00Z"
     status = {
-        "phase": "Running", "qosClass": "Burstable", "podIP": f"10.{i // 65536 % 256}.{i // 256 % 256}.{i % 256}",
-        "hostIP": f"192.168.{i % nodes // 256}.{i % nodes % 256}", "startTime": t,
-        "conditions": [{"type": c, "status": "True", "lastProbeTime": None, "lastTransitionTime": t}
-                       for c in ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady",
-                                 "PodScheduled")],
+        "phase": "Running",
+        "qosClass": "Burstable",
+        "podIP": f"10.{i // 65536 % 256}.{i // 256 % 256}.{i % 256}",
+        "hostIP": f"192.168.{i % nodes // 256}.{i % nodes % 256}",
+        "startTime": t,
+        "conditions": [
+            {"type": c, "status": "True", "lastProbeTime": None, "lastTransitionTime": t}
+            for c in ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled")
+        ],
         "containerStatuses": [
-            {"name": c["name"], "ready": True, "restartCount": 0, "started": True, "image": c["image"],
-             "imageID": f"docker-pullable://{c['image']}@sha256:{'ab' * 32}",
-             "containerID": f"containerd://{'%064x' % (i * 2 + k)}", "state": {"running": {"startedAt": t}},
-             "allocatedResources": c["resources"]["requests"], "resources": c["resources"]}
+            {
+                "name": c["name"],
+                "ready": True,
+                "restartCount": 0,
+                "started": True,
+                "image": c["image"],
+                "imageID": f"docker-pullable://{c['image']}@sha256:{'ab' * 32}",
+                "containerID": f"containerd://{'%064x' % (i * 2 + k)}",
+                "state": {"running": {"startedAt": t}},
+                "allocatedResources": c["resources"]["requests"],
+                "resources": c["resources"],
+            }
             for k, c in enumerate((container, sidecar))
         ],
     }
@@ -107,10 +178,19 @@ def _serve(pods: int, nodes: int, conn: Any) -> None:
             store = cluster.store
             started = time.perf_counter()
             for n in range(nodes):
-                await store.create("nodes", {"metadata": {"name": f"node-{n:04d}", "labels": {
-                    "kubernetes.io/hostname": f"node-{n:04d}"}}, "status": {
-                    "allocatable": {"cpu": "32", "memory": "128Gi", "pods": "110"},
-                    "capacity": {"cpu": "32", "memory": "128Gi", "pods": "110"}}})
+                await store.create(
+                    "nodes",
+                    {
+                        "metadata": {
+                            "name": f"node-{n:04d}",
+                            "labels": {"kubernetes.io/hostname": f"node-{n:04d}"},
+                        },
+                        "status": {
+                            "allocatable": {"cpu": "32", "memory": "128Gi", "pods": "110"},
+                            "capacity": {"cpu": "32", "memory": "128Gi", "pods": "110"},
+                        },
+                    },
+                )
             for ns in range(50):
                 await store.create("namespaces", {"metadata": {"name": f"ns-{ns:02d}"}})
             for i in range(pods):
@@ -131,8 +211,9 @@ async def _measure(url: str, ca: bytes, page_size: int) -> dict[str, float]:
     ctx = ssl.create_default_context(cadata=ca.decode())
     out: dict[str, float] = {}
     timeout = aiohttp.ClientTimeout(total=600)
-    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx), timeout=timeout,
-                                     read_bufsize=2**21) as s:
+    async with aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(ssl=ctx), timeout=timeout, read_bufsize=2**21
+    ) as s:
         for attempt in range(2):
             started = time.perf_counter()
             async with s.get(f"{url}/api/v1/pods") as r:
@@ -169,7 +250,9 @@ async def _measure(url: str, ca: bytes, page_size: int) -> dict[str, float]:
     return out
 
 
-def run(pods: int = 50_000, nodes: int = 500, page_size: int = 500) -> tuple[list[tuple[str, str, str]], bool]:
+def run(
+    pods: int = 50_000, nodes: int = 500, page_size: int = 500
+) -> tuple[list[tuple[str, str, str]], bool]:
     ctx = multiprocessing.get_context("spawn")
     parent, child = ctx.Pipe()
     proc = ctx.Process(target=_serve, args=(pods, nodes, child), daemon=True)
@@ -184,21 +267,38 @@ def run(pods: int = 50_000, nodes: int = 500, page_size: int = 500) -> tuple[lis
         proc.join(30)
         if proc.is_alive():
             proc.terminate()
-    ok = (res["full_s"] <= TARGET_LIST_SECONDS and res["paged_s"] <= TARGET_LIST_SECONDS
-          and max(rss_loaded, rss_after) <= TARGET_RSS_BYTES and res["full_items"] == pods
-          and res["paged_items"] == pods)
+    ok = (
+        res["full_s"] <= TARGET_LIST_SECONDS
+        and res["paged_s"] <= TARGET_LIST_SECONDS
+        and max(rss_loaded, rss_after) <= TARGET_RSS_BYTES
+        and res["full_items"] == pods
+        and res["paged_items"] == pods
+    )
     gib = 2**30
     rows = [
         ("objects", f"{pods:,} pods on {nodes:,} nodes", ""),
-        ("load into store (create + status update)", f"{info['load_s']:.1f} s",
-         f"{pods / info['load_s']:,.0f} pods/s"),
+        (
+            "load into store (create + status update)",
+            f"{info['load_s']:.1f} s",
+            f"{pods / info['load_s']:,.0f} pods/s",
+        ),
         ("LIST all, limit=0 (to last byte)", f"{res['full_s']:.2f} s", f"≤ {TARGET_LIST_SECONDS:.0f} s"),
-        ("  + orjson parse in client", f"{res['full_parse_s']:.2f} s", f"{res['full_bytes'] / 2**20:,.0f} MiB body"),
-        (f"LIST all, limit={page_size} paging", f"{res['paged_s']:.2f} s",
-         f"{int(res['pages'])} pages, parsed, ≤ {TARGET_LIST_SECONDS:.0f} s"),
+        (
+            "  + orjson parse in client",
+            f"{res['full_parse_s']:.2f} s",
+            f"{res['full_bytes'] / 2**20:,.0f} MiB body",
+        ),
+        (
+            f"LIST all, limit={page_size} paging",
+            f"{res['paged_s']:.2f} s",
+            f"{int(res['pages'])} pages, parsed, ≤ {TARGET_LIST_SECONDS:.0f} s",
+        ),
         ("server RSS after load", f"{rss_loaded / gib:.2f} GiB", f"≤ {TARGET_RSS_BYTES / gib:.0f} GiB"),
-        ("server RSS after LISTs", f"{rss_after / gib:.2f} GiB",
-         f"{rss_after / pods / 1024:.1f} KiB per pod"),
+        (
+            "server RSS after LISTs",
+            f"{rss_after / gib:.2f} GiB",
+            f"{rss_after / pods / 1024:.1f} KiB per pod",
+        ),
     ]
     return rows, ok
 

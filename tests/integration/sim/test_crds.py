@@ -105,7 +105,12 @@ INVALID_VPAS: list[tuple[str, dict[str, Any]]] = [
     ("spec.targetRef.name", {"spec": {"targetRef": {"kind": "Deployment"}}}),
     (
         "spec.updatePolicy.evictAfterOOMSeconds",
-        {"spec": {"targetRef": {"kind": "Deployment", "name": "w"}, "updatePolicy": {"evictAfterOOMSeconds": 0}}},
+        {
+            "spec": {
+                "targetRef": {"kind": "Deployment", "name": "w"},
+                "updatePolicy": {"evictAfterOOMSeconds": 0},
+            }
+        },
     ),
     (
         "spec.resourcePolicy.containerPolicies[0].controlledValues",

@@ -202,7 +202,9 @@ class HistoryRecord:
 
     __slots__ = ("key", "namespace", "old_raw", "raw", "rv", "type")
 
-    def __init__(self, rv: int, key: str, namespace: str, etype: str, raw: bytes, old_raw: bytes | None) -> None:
+    def __init__(
+        self, rv: int, key: str, namespace: str, etype: str, raw: bytes, old_raw: bytes | None
+    ) -> None:
         self.rv = rv
         self.key = key
         self.namespace = namespace
