@@ -26,8 +26,9 @@ async def test_first_fit_fills_nodes_in_order_without_overcommitting() -> None:
         per_node = Counter(p["spec"]["nodeName"] for p in bound)
         assert per_node == {f"node-{i}": 10 for i in range(1, 11)}
         agent = cluster.behaviour.agent
+        by_key = {(p["metadata"]["namespace"], p["metadata"]["name"]): p for p in pods}
         for node in agent.nodes.values():
-            used = sum(effective_requests(cluster.store.get("pods", *k)["spec"])[0] for k in node.pods)
+            used = sum(effective_requests(by_key[k]["spec"])[0] for k in node.pods)
             assert used == node.sched_cpu == 1000
         pending = [p for p in pods if not p["spec"].get("nodeName")]
         assert all(p["status"]["phase"] == "Pending" for p in pending)
