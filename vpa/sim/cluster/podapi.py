@@ -75,7 +75,7 @@ class PodApi:
         new["status"]["qosClass"] = pods.qos_class(new)
 
     def _priority(self, pod: JsonObj) -> None:
-        """The Priority admission plugin: `spec.priority` from the pod's PriorityClass (or the default one)."""
+        """The Priority admission plugin: `spec.priority` from the PriorityClass (or the default one)."""
         spec = pod.setdefault("spec", {})
         name = spec.get("priorityClassName")
         try:
