@@ -94,6 +94,7 @@ class ClusterState:
         self._pods: dict[PodId, _Pod] = {}
         self._pods_by_namespace: dict[str, dict[PodId, _Pod]] = {}
         self._aggregates: dict[AggregateStateKey, AggregateContainerState] = {}
+        self._aggregates_by_namespace: dict[str, dict[AggregateStateKey, AggregateContainerState]] = {}
         self._vpas: dict[tuple[str, str], _Vpa] = {}
         self._vpas_by_namespace: dict[str, dict[str, _Vpa]] = {}
         self._label_sets: dict[LabelSet, LabelSet] = {}
@@ -193,7 +194,7 @@ class ClusterState:
             vpa = _Vpa(view, selector)
             self._vpas[key] = vpa
             self._vpas_by_namespace.setdefault(view.namespace, {})[view.name] = vpa
-            for aggregate_key, aggregate in self._aggregates.items():
+            for aggregate_key, aggregate in self._aggregates_by_namespace.get(view.namespace, {}).items():
                 self._use_if_matching(vpa, aggregate_key, aggregate)
             vpa.pod_count = sum(1 for pod in self._pods_by_namespace.get(view.namespace, {}).values()
                                 if selector.matches(pod.label_map))
@@ -289,6 +290,10 @@ class ClusterState:
                   if (key not in contributive and aggregate.is_empty()) or aggregate.is_expired(now)]
         for key in doomed:
             del self._aggregates[key]
+            namespace_aggregates = self._aggregates_by_namespace[key.namespace]
+            del namespace_aggregates[key]
+            if not namespace_aggregates:
+                del self._aggregates_by_namespace[key.namespace]
             for vpa in self._vpas_by_namespace.get(key.namespace, {}).values():
                 vpa.aggregates.pop(key, None)
         return doomed
@@ -326,6 +331,7 @@ class ClusterState:
         if aggregate is None:
             aggregate = AggregateContainerState(self.config, now)
             self._aggregates[key] = aggregate
+            self._aggregates_by_namespace.setdefault(key.namespace, {})[key] = aggregate
             for vpa in self._vpas_by_namespace.get(key.namespace, {}).values():
                 self._use_if_matching(vpa, key, aggregate)
         return aggregate
