@@ -317,3 +317,39 @@ async def test_deployment_template_change_rolls_to_a_new_replicaset() -> None:
         status = cluster.store.get("deployments.apps", "default", "web")["status"]  # type: ignore[index]
         assert status["updatedReplicas"] == 2
         assert status["observedGeneration"] == 2
+
+
+async def test_cordoned_and_tainted_nodes_and_kubelet_admission_of_prebound_pods() -> None:
+    async with sim("1.35", nodes=3, cpu="2") as (cluster, _http):
+        node1 = cluster.store.get("nodes", None, "node-1")
+        assert node1 is not None
+        await cluster.store.update(
+            "nodes", {**node1, "spec": {**node1.get("spec", {}), "unschedulable": True}}
+        )
+        node2 = cluster.store.get("nodes", None, "node-2")
+        assert node2 is not None
+        taint = {"key": "dedicated", "value": "db", "effect": "NoSchedule"}
+        await cluster.store.update("nodes", {**node2, "spec": {**node2.get("spec", {}), "taints": [taint]}})
+        await cluster.settle()
+        plain = await create_pod(cluster, pod("plain"))
+        assert plain["spec"]["nodeName"] == "node-3"
+        tolerant = await create_pod(
+            cluster,
+            pod(
+                "tolerant",
+                tolerations=[
+                    {"key": "dedicated", "operator": "Equal", "value": "db", "effect": "NoSchedule"}
+                ],
+            ),
+        )
+        assert tolerant["spec"]["nodeName"] == "node-2"
+        # A pod bound directly to a node is checked by that node's kubelet.
+        await create_pod(cluster, pod("hog", container(cpu="1500m", cpu_limit="2"), nodeName="node-3"))
+        rejected = await create_pod(
+            cluster, pod("late", container(cpu="1", cpu_limit="2"), nodeName="node-3")
+        )
+        assert rejected["status"]["phase"] == "Failed"
+        assert rejected["status"]["reason"] == "OutOfcpu"
+        assert rejected["status"]["message"] == (
+            "Pod was rejected: Node didn't have enough resource: cpu, requested: 1000, used: 2000, capacity: 2000"
+        )

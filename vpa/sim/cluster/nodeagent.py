@@ -159,6 +159,7 @@ class NodeRun:
     memory: int
     max_pods: int
     labels: dict[str, str]
+    taints: list[JsonObj] = field(default_factory=list)
     unschedulable: bool = False
     ready: bool = True
     sched_cpu: int = 0
@@ -333,6 +334,13 @@ class NodeAgent:
         was_schedulable = not node.unschedulable and node.ready
         node.unschedulable = bool((obj.get("spec") or {}).get("unschedulable"))
         node.ready = ready
+        # The node lifecycle controller's taints stand for cordoned and not-ready nodes.
+        taints = [dict(t) for t in (obj.get("spec") or {}).get("taints") or []]
+        if node.unschedulable and not any(t.get("key") == _UNSCHEDULABLE for t in taints):
+            taints.append({"key": _UNSCHEDULABLE, "effect": "NoSchedule"})
+        if not ready and not any(t.get("key") == _NOT_READY for t in taints):
+            taints.append({"key": _NOT_READY, "effect": "NoSchedule"})
+        node.taints = taints
         self._shape_hint.clear()
         if (
             (not node.unschedulable and node.ready and not was_schedulable)
@@ -472,9 +480,15 @@ class NodeAgent:
 
     def _fits(self, node: NodeRun, pod: Mapping[str, Any], cpu: int, mem: int) -> str | None:
         """None when the pod fits `node`, else the reason (for the Unschedulable message)."""
-        if node.unschedulable or not node.ready:
-            return "node(s) were unschedulable"
         spec = pod.get("spec") or {}
+        tolerations = spec.get("tolerations") or []
+        for taint in node.taints:
+            if taint.get("effect") in ("NoSchedule", "NoExecute") and not any(
+                _tolerates(t, taint) for t in tolerations
+            ):
+                if taint.get("key") == _UNSCHEDULABLE:
+                    return "node(s) were unschedulable"
+                return f"node(s) had untolerated taint {{{taint.get('key')}: {taint.get('value', '')}}}"
         selector = spec.get("nodeSelector") or {}
         if any(node.labels.get(k) != v for k, v in selector.items()):
             return "node(s) didn't match Pod's node affinity/selector"
@@ -507,14 +521,19 @@ class NodeAgent:
         start = 0 if constrained else self._shape_hint.get(shape, 0)
         chosen: NodeRun | None = None
         reasons: dict[str, int] = {}
+        # The hint may only skip nodes that were too full; a node refused for another reason (a taint this pod
+        # did not tolerate) may suit the next pod of the same shape.
+        hint: int | None = None
         for i in range(start, len(self.node_order)):
             node = self.nodes[self.node_order[i]]
             reason = self._fits(node, pod, cpu, mem)
             if reason is None:
                 chosen = node
                 if not constrained:
-                    self._shape_hint[shape] = i
+                    self._shape_hint[shape] = i if hint is None else hint
                 break
+            if hint is None and reason not in _RESOURCE_REASONS:
+                hint = i
             reasons[reason] = reasons.get(reason, 0) + 1
         if chosen is None:
             if start > 0:
@@ -654,7 +673,11 @@ class NodeAgent:
         if run is None:
             if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
                 return
-            # Bound by someone else (or before we started): admit it here.
+            # Bound by someone else (or before we started): the kubelet's admission check first.
+            rejection = self._admission_failure(pod, node)
+            if rejection is not None:
+                await self._reject(pod, *rejection)
+                return
             run = self._new_run(k, pod, node, now)
             self.runs[k] = run
             node.pods.add(k)
@@ -1171,6 +1194,33 @@ class NodeAgent:
                 return True
         return False
 
+    def _admission_failure(self, pod: Mapping[str, Any], node: NodeRun) -> tuple[str, str] | None:
+        """The kubelet's resource check for a pod someone else bound (`OutOfcpu` / `OutOfmemory`)."""
+        cpu, mem = effective_requests(pod.get("spec") or {})
+        for resource, requested, used, capacity in (
+            ("cpu", cpu, node.kube_cpu, node.cpu),
+            ("memory", mem, node.kube_mem, node.memory),
+        ):
+            if requested and used + requested > capacity:
+                return (
+                    f"OutOf{resource}",
+                    f"Pod was rejected: Node didn't have enough resource: {resource}, "
+                    f"requested: {requested}, used: {used}, capacity: {capacity}",
+                )
+        if len(node.pods) >= node.max_pods:
+            return "OutOfpods", "Pod was rejected: Node didn't have enough resource: pods"
+        return None
+
+    async def _reject(self, pod: JsonObj, reason: str, message: str) -> None:
+        status = dict(pod.get("status") or {})
+        if status.get("phase") == "Failed" and status.get("reason") == reason:
+            return
+        status.update(
+            {"phase": "Failed", "reason": reason, "message": message, "startTime": rfc3339(self.clock.now())}
+        )
+        result = await self.store.update("pods", {**pod, "status": status}, subresource="status")
+        self.rt.observe("pods", result)
+
     async def _write_status(self, pod: JsonObj, run: PodRun) -> None:
         status = self._status(pod, run)
         if status == (pod.get("status") or {}):
@@ -1180,6 +1230,22 @@ class NodeAgent:
         result = await self.store.update("pods", new, subresource="status")
         run.last_rv = (result.get("metadata") or {}).get("resourceVersion")
         self.rt.observe("pods", result)
+
+
+_RESOURCE_REASONS = frozenset({"Insufficient cpu", "Insufficient memory", "Too many pods"})
+_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
+_NOT_READY = "node.kubernetes.io/not-ready"
+
+
+def _tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
+    if toleration.get("effect") and toleration.get("effect") != taint.get("effect"):
+        return False
+    key = toleration.get("key")
+    if key and key != taint.get("key"):
+        return False
+    if toleration.get("operator") == "Exists":
+        return True
+    return bool(key) and (toleration.get("value") or "") == (taint.get("value") or "")
 
 
 def _affinity_matches(spec: Mapping[str, Any], node: NodeRun) -> bool:

@@ -102,6 +102,13 @@ class Controllers:
         self.store = store
         self.clock = clock
         self.options = options
+        self._timers: dict[tuple[str, Key], Any] = {}
+
+    def _wake_at(self, resource: str, k: Key, due: float) -> None:
+        """One pending wake-up per object: a later sync replaces the earlier timer."""
+        self.rt.cancel(self._timers.get((resource, k)))
+        sync = self._sync_for(resource)
+        self._timers[(resource, k)] = self.rt.at(due, lambda _d: self.rt.enqueue(resource, k, sync))
 
     def register(self) -> None:
         rt = self.rt
@@ -880,8 +887,7 @@ class Controllers:
             )
         await self._write_status(CRONJOBS, cj, status)
         nxt = schedule.next_after(max(now, disruption.parse_time(status.get("lastScheduleTime")) or now))
-        key = key_of(cj)
-        self.rt.at(nxt, lambda _due: self.rt.enqueue(CRONJOBS, key, self.sync_cronjob))
+        self._wake_at(CRONJOBS, key_of(cj), nxt)
 
     # --- PodDisruptionBudget --------------------------------------------------------------------------------
 
@@ -940,7 +946,7 @@ class Controllers:
         stamps = [disruption.parse_time(s) for s in (status.get("disruptedPods") or {}).values()]
         due = [s + disruption.DELETION_TIMEOUT_S + 1 for s in stamps if s is not None]
         if due:
-            self.rt.at(min(due), lambda _d: self.rt.enqueue(PDBS, k, self.sync_pdb))
+            self._wake_at(PDBS, k, min(due))
 
 
 def _ordinal(name: str) -> int:
