@@ -351,5 +351,6 @@ async def test_cordoned_and_tainted_nodes_and_kubelet_admission_of_prebound_pods
         assert rejected["status"]["phase"] == "Failed"
         assert rejected["status"]["reason"] == "OutOfcpu"
         assert rejected["status"]["message"] == (
-            "Pod was rejected: Node didn't have enough resource: cpu, requested: 1000, used: 2000, capacity: 2000"
+            "Pod was rejected: Node didn't have enough resource: cpu, requested: 1000, used: 2000, "
+            "capacity: 2000"
         )
