@@ -490,6 +490,26 @@ async def test_faults_inject_pause_and_clock_endpoints(
         assert (await r.json())["now"] == clock["now"] + 90
 
 
+async def test_field_validation_modes_for_custom_resources(http: aiohttp.ClientSession) -> None:
+    path = "/apis/autoscaling.k8s.io/v1/namespaces/default/verticalpodautoscalers"
+    body = _vpa("fv")
+    body["spec"]["surprise"] = True
+    async with http.post(path, json=body) as r:  # default: Warn
+        assert r.status == 201
+        assert r.headers.getall("Warning") == [r'299 - "unknown field \"spec.surprise\""']
+        assert "surprise" not in (await r.json())["spec"]
+    async with http.post(
+        path, params={"fieldValidation": "Strict"}, json=dict(body, metadata={"name": "fv2"})
+    ) as r:
+        assert r.status == 400
+        assert 'strict decoding error: unknown field "spec.surprise"' in (await r.json())["message"]
+    async with http.post(
+        path, params={"fieldValidation": "Ignore"}, json=dict(body, metadata={"name": "fv3"})
+    ) as r:
+        assert r.status == 201
+        assert "Warning" not in r.headers
+
+
 async def test_discovery_and_misc_errors(http: aiohttp.ClientSession) -> None:
     async with http.get("/apis/apps/v1") as r:
         doc = await r.json()

@@ -140,6 +140,11 @@ async def test_apply_upstream_crds_and_manifest_twice(kubectl: Kubectl, tmp_path
     assert containers[0]["image"] == "nginx:1.28"
     assert containers[0]["env"] == [{"name": "B", "value": "2"}]
     assert d["metadata"]["generation"] == 2
+    # kubectl asks for strict field validation: an unknown field in a custom resource is an error.
+    bad = APP.split("---\n")[1].replace("  targetRef:", "  bogusField: 1\n  targetRef:")
+    rc, _, err = await kubectl.run("apply", "-f", "-", stdin=bad, check=False)
+    assert rc != 0
+    assert 'strict decoding error: unknown field "spec.bogusField"' in err
     _, out, _ = await kubectl.run("get", "vpa")
     header = out.splitlines()[0].split()
     assert header == ["NAME", "MODE", "CPU", "MEM", "PROVIDED", "AGE"]

@@ -56,29 +56,37 @@ def _type_ok(expected: str, value: Any) -> bool:
     return actual == expected
 
 
-def validate_and_prune(schema: dict[str, Any], obj: dict[str, Any]) -> list[Cause]:
-    """Validate `obj` in place (pruning and defaulting it); return the errors."""
+def validate_and_prune(
+    schema: dict[str, Any], obj: dict[str, Any], pruned: list[str] | None = None
+) -> list[Cause]:
+    """Validate `obj` in place (pruning and defaulting it); return the errors.
+
+    Paths of pruned (unknown) fields are appended to `pruned` when given (field validation).
+    """
+    if pruned is None:
+        pruned = []
     errors: list[Cause] = []
     props = schema.get("properties") or {}
     for k in list(obj):
         if k in _ROOT_KEEP:
             continue
         if k in props:
-            obj[k] = _walk(props[k], obj[k], k, errors)
+            obj[k] = _walk(props[k], obj[k], k, errors, pruned)
         elif not schema.get("x-kubernetes-preserve-unknown-fields"):
+            pruned.append(k)
             del obj[k]
     for k, sub in props.items():
         if k in _ROOT_KEEP or k in obj:
             continue
         if "default" in sub:
-            obj[k] = _walk(sub, copy.deepcopy(sub["default"]), k, errors)
+            obj[k] = _walk(sub, copy.deepcopy(sub["default"]), k, errors, pruned)
     for req in schema.get("required") or []:
         if req not in obj:
             errors.append((req, "FieldValueRequired", "Required value"))
     return errors
 
 
-def _walk(schema: dict[str, Any], value: Any, path: str, errors: list[Cause]) -> Any:
+def _walk(schema: dict[str, Any], value: Any, path: str, errors: list[Cause], pruned: list[str]) -> Any:
     if value is None:
         if schema.get("nullable"):
             return None
@@ -147,16 +155,17 @@ def _walk(schema: dict[str, Any], value: Any, path: str, errors: list[Cause]) ->
             for k in list(value):
                 sub_path = f"{path}.{k}"
                 if props and k in props:
-                    value[k] = _walk(props[k], value[k], sub_path, errors)
+                    value[k] = _walk(props[k], value[k], sub_path, errors, pruned)
                 elif isinstance(addl, dict):
-                    value[k] = _walk(addl, value[k], sub_path, errors)
+                    value[k] = _walk(addl, value[k], sub_path, errors, pruned)
                 elif addl is True or preserve or (embedded and k in _ROOT_KEEP):
                     continue
                 else:
+                    pruned.append(sub_path)
                     del value[k]
         for k, sub in (props or {}).items():
             if k not in value and "default" in sub:
-                value[k] = _walk(sub, copy.deepcopy(sub["default"]), f"{path}.{k}", errors)
+                value[k] = _walk(sub, copy.deepcopy(sub["default"]), f"{path}.{k}", errors, pruned)
         for req in schema.get("required") or []:
             if req not in value:
                 errors.append((f"{path}.{req}", "FieldValueRequired", "Required value"))
@@ -164,7 +173,7 @@ def _walk(schema: dict[str, Any], value: Any, path: str, errors: list[Cause]) ->
         items = schema.get("items")
         if isinstance(items, dict):
             for i, it in enumerate(value):
-                value[i] = _walk(items, it, f"{path}[{i}]", errors)
+                value[i] = _walk(items, it, f"{path}[{i}]", errors, pruned)
     return value
 
 

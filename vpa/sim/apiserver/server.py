@@ -37,7 +37,15 @@ from vpa.sim.apiserver import tables
 from vpa.sim.apiserver.faults import Faults
 from vpa.sim.apiserver.registry import ResourceType
 from vpa.sim.apiserver.selectors import parse_label_selector, selector_to_string
-from vpa.sim.apiserver.store import WARNINGS, Event, ObjectStore, Watcher, deep_copy, not_found
+from vpa.sim.apiserver.store import (
+    FIELD_VALIDATION,
+    WARNINGS,
+    Event,
+    ObjectStore,
+    Watcher,
+    deep_copy,
+    not_found,
+)
 from vpa.sim.contracts import ApiError, JsonObj, SubresourceRequest
 
 JSON = "application/json"
@@ -136,6 +144,15 @@ class ApiServer:
     ) -> web.StreamResponse:
         sink: list[str] = []
         token = WARNINGS.set(sink)
+        mode = request.query.get("fieldValidation", "Warn")
+        if mode not in ("Strict", "Warn", "Ignore"):
+            WARNINGS.reset(token)
+            return _error_response(
+                ApiError(
+                    400, "BadRequest", f'fieldValidation must be one of "Ignore", "Warn", "Strict": {mode}'
+                )
+            )
+        fv_token = FIELD_VALIDATION.set(mode)
         try:
             resp = await handler(request)
         except ApiError as err:
@@ -146,9 +163,12 @@ class ApiServer:
             resp = _error_response(ApiError(500, "InternalError", f"Internal error occurred: {err!r}"))
         finally:
             WARNINGS.reset(token)
+            FIELD_VALIDATION.reset(fv_token)
         if sink and not resp.prepared:
             for w in sink:
-                resp.headers.add("Warning", '299 - "' + w.replace('"', "'") + '"')
+                # RFC 7234 warn-text, quoted as kube-apiserver quotes it (backslash escapes).
+                text = " ".join(w.split()).replace("\\", "\\\\").replace('"', '\\"')
+                resp.headers.add("Warning", f'299 - "{text}"')
         return resp
 
     # ------------------------------------------------------------------ misc endpoints

@@ -517,7 +517,20 @@ class ObjectStore:
         sch = rt.schemas.get(version or rt.version) or rt.schemas.get(rt.version)
         if not sch:
             return
-        errors = schema.validate_and_prune(sch, obj)
+        pruned: builtins.list[str] = []
+        errors = schema.validate_and_prune(sch, obj, pruned)
+        if pruned:
+            mode = FIELD_VALIDATION.get()
+            if mode == "Strict":
+                fields = ", ".join(f'unknown field "{p}"' for p in pruned)
+                raise ApiError(
+                    400,
+                    "BadRequest",
+                    f'{rt.kind} in version "{version or rt.version}" cannot be handled as a {rt.kind}: '
+                    f"strict decoding error: {fields}",
+                )
+            if mode == "Warn":
+                _add_warnings([f'unknown field "{p}"' for p in pruned])
         if errors:
             raise invalid(rt, obj["metadata"].get("name", ""), errors)
 
@@ -1398,10 +1411,14 @@ class ObjectStore:
 WARNINGS: ContextVar[builtins.list[str] | None] = ContextVar("sim_admission_warnings", default=None)
 
 
+# The request's fieldValidation directive (Strict, Warn, Ignore); the HTTP layer sets it per request.
+FIELD_VALIDATION: ContextVar[str] = ContextVar("sim_field_validation", default="Ignore")
+
+
 def _add_warnings(warnings: builtins.list[str]) -> None:
     sink = WARNINGS.get()
     if sink is not None and warnings:
-        sink.extend(warnings)
+        sink.extend(w for w in warnings if w not in sink)
 
 
 def _spec_changed(rt: ResourceType, old: JsonObj, new: JsonObj) -> bool:
