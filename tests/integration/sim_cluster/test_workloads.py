@@ -354,3 +354,39 @@ async def test_cordoned_and_tainted_nodes_and_kubelet_admission_of_prebound_pods
             "Pod was rejected: Node didn't have enough resource: cpu, requested: 1000, used: 2000, "
             "capacity: 2000"
         )
+
+
+async def test_job_runs_completions_with_bounded_parallelism() -> None:
+    async with sim("1.35") as (cluster, _http):
+        await cluster.store.create(
+            "jobs.batch",
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "metadata": {"name": "batch", "namespace": "default"},
+                "spec": {
+                    "completions": 3,
+                    "parallelism": 2,
+                    "template": {
+                        "metadata": {"labels": {"app": "batch"}},
+                        "spec": {"restartPolicy": "Never", "containers": [container()]},
+                    },
+                },
+            },
+        )
+        await cluster.settle()
+        assert len(pods_of(cluster, "batch")) == 2
+        job = cluster.store.get("jobs.batch", "default", "batch")
+        assert job is not None
+        assert job["status"]["active"] == 2
+        await cluster.advance(60)  # the default run time of a Job's pod
+        job = cluster.store.get("jobs.batch", "default", "batch")
+        assert job is not None
+        assert job["status"]["succeeded"] == 2
+        assert job["status"]["active"] == 1
+        await cluster.advance(60)
+        job = cluster.store.get("jobs.batch", "default", "batch")
+        assert job is not None
+        assert job["status"]["succeeded"] == 3
+        assert condition(job, "Complete") is not None
+        assert job["status"]["completionTime"] == "2026-01-01T00:02:00Z"

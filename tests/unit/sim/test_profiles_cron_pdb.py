@@ -421,3 +421,27 @@ def test_json_patch_missing_path_is_422() -> None:
             POD, [{"op": "replace", "path": "/spec/nope/x", "value": 1}], patching.JSON_PATCH
         )
     assert info.value.code == 422
+
+
+def test_trace_parquet(tmp_path: Path) -> None:
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    table = pa.table(
+        {
+            "timestamp": [0, 300, 600],
+            "container": ["k", "k", "k"],
+            "cpu_cores": [0.1, None, 0.3],
+            "memory_bytes": [1000, 2000, 3000],
+        }
+    )
+    path = tmp_path / "t.parquet"
+    pq.write_table(table, str(path))
+    usage = profiles.UsageProfile.from_json(
+        {"trace": {"path": "t.parquet", "key": "k"}}, "x", profiles.TraceCache(tmp_path)
+    )
+    assert usage.cpu is not None
+    assert usage.memory is not None
+    assert usage.memory.value(T0 + 450, T0, T0) == 2000.0
+    # The CPU series skips the empty cell: 100m until the 600 s sample.
+    assert usage.cpu.value(T0 + 450, T0, T0) == pytest.approx(100.0)
+    assert usage.cpu.value(T0 + 600, T0, T0) == pytest.approx(300.0)

@@ -786,6 +786,27 @@ class NodeAgent:
                 return
         elif run.stop_at > now:
             return
+        if run.phase == "Running":
+            # SIGTERM honoured: every container exits 0 and the kubelet reports the terminal phase before it
+            # removes the pod (pods being deleted reach Succeeded/Failed first, as since Kubernetes 1.27).
+            for c in run.containers.values():
+                if c.terminated is None:
+                    c.terminated = {
+                        "exitCode": 0,
+                        "reason": "Completed",
+                        "startedAt": rfc3339(c.started_at),
+                        "finishedAt": rfc3339(now),
+                        "containerID": c.container_id(run.uid),
+                    }
+            run.phase = "Succeeded"
+            self._release(pod, run)
+            try:
+                await self._write_status(pod, run)
+            except ApiError as err:
+                if err.code != 404:
+                    raise
+                self._forget(run)
+                return
         try:
             result = await self.store.delete("pods", run.key[0], run.key[1], grace_period_s=0)
         except ApiError as err:

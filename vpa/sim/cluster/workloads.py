@@ -341,11 +341,7 @@ class Controllers:
             "availableReplicas": ready,
             "observedGeneration": md.get("generation", 1),
         }
-        if resource == REPLICASETS:
-            status["terminatingReplicas"] = sum(
-                1 for p in pods if (p.get("metadata") or {}).get("deletionTimestamp")
-            )
-        for key in ("readyReplicas", "availableReplicas", "fullyLabeledReplicas", "terminatingReplicas"):
+        for key in ("readyReplicas", "availableReplicas", "fullyLabeledReplicas"):
             if status.get(key) == 0:
                 status.pop(key)
         await self._write_status(resource, owner, status)
