@@ -28,7 +28,7 @@ async def sim(
             headers={"Authorization": "Bearer test"},
         ) as http:
             yield cluster, http
-            # Controllers and the node agent log and count failures instead of crashing: none may have happened.
+            # Controllers and the node agent count failures instead of crashing: none may have happened.
             assert cluster.behaviour is not None
             assert cluster.behaviour.runtime.errors == 0
 
