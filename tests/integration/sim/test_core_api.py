@@ -535,3 +535,21 @@ async def test_discovery_and_misc_errors(http: aiohttp.ClientSession) -> None:
     async with http.request("OPTIONS", "/api/v1/namespaces/default/configmaps/x") as r:
         assert r.status == 405
         assert (await r.json())["reason"] == "MethodNotAllowed"
+
+
+async def test_in_process_subscription_registers_at_call_time(cluster: SimCluster) -> None:
+    store = cluster.store
+    sub = store.subscribe("configmaps")
+    await store.create("configmaps", {"metadata": {"name": "s1", "namespace": "default"}})
+    await store.patch("configmaps", "default", "s1", "merge", {"data": {"a": "1"}})
+    await store.delete("configmaps", "default", "s1")
+    events = [await asyncio.wait_for(sub.__anext__(), 2) for _ in range(3)]
+    assert [(e.type, e.object["metadata"]["name"]) for e in events] == [
+        ("ADDED", "s1"),
+        ("MODIFIED", "s1"),
+        ("DELETED", "s1"),
+    ]
+    assert events[1].object["data"] == {"a": "1"}
+    assert len(store.watchers["configmaps"]) == 1
+    await sub.aclose()  # type: ignore[attr-defined]
+    assert len(store.watchers["configmaps"]) == 0

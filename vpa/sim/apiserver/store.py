@@ -246,6 +246,37 @@ class Watcher:
         return None
 
 
+class Subscription:
+    """An in-process watch (`ObjectStore.subscribe`): an async iterator of `WatchEvent`s."""
+
+    def __init__(self, store: ObjectStore, watcher: Watcher) -> None:
+        self._store = store
+        self._watcher = watcher
+        self._closed = False
+
+    def __aiter__(self) -> Subscription:
+        return self
+
+    async def __anext__(self) -> WatchEvent:
+        while not self._closed:
+            ev = await self._watcher.queue.get()
+            if ev is None:
+                await self.aclose()
+                break
+            if isinstance(ev, str):
+                continue
+            return WatchEvent(ev.type, ev.obj)  # type: ignore[arg-type]
+        raise StopAsyncIteration
+
+    async def aclose(self) -> None:
+        self._closed = True
+        self._store.remove_watcher(self._watcher)
+
+    def __del__(self) -> None:
+        if not self._closed:
+            self._store.remove_watcher(self._watcher)
+
+
 class ObjectStore:
     """Implements `vpa.sim.contracts.Store` and the generic API machinery behind the HTTP handlers."""
 
@@ -1362,18 +1393,10 @@ class ObjectStore:
         self.history.clear()
         self.compacted_rv = self.rv
 
-    async def subscribe(self, resource: str) -> AsyncIterator[WatchEvent]:
-        w = self.add_watcher(resource, None, http=False)
-        try:
-            while True:
-                ev = await w.queue.get()
-                if ev is None:
-                    return
-                if isinstance(ev, str):
-                    continue
-                yield WatchEvent(ev.type, ev.obj)  # type: ignore[arg-type]
-        finally:
-            self.remove_watcher(w)
+    def subscribe(self, resource: str) -> AsyncIterator[WatchEvent]:
+        """Registers now (not on first iteration), so no change made after this call is missed."""
+        self.resource_type(resource)
+        return Subscription(self, self.add_watcher(resource, None, http=False))
 
     # ------------------------------------------------------------------ continue tokens
 
