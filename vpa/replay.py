@@ -260,8 +260,10 @@ class Replayer:
             else:
                 stats.discarded += 1
 
-    def recommendations(self) -> list[RecommendedContainerResources]:
-        """Current recommendations of every key that has one, sorted by key."""
+    def recommendations(self, now: float) -> list[RecommendedContainerResources]:
+        """Recommendations of every key that has one at `now`, sorted by key. The hourly garbage
+        collection catches up first, as the live loop would have run it in the meantime."""
+        self._maybe_collect(now)
         result: list[RecommendedContainerResources] = []
         for key in sorted(self._containers):
             result.extend(self.core.recommend(REPLAY_NAMESPACE, key).containers)
@@ -305,13 +307,13 @@ def replay(trace: Trace, config: RecommenderConfig, at: float | None = None,
         if timestamp > at:
             break
         while next_point is not None and next_point < timestamp:
-            series.append((next_point, replayer.recommendations()))
+            series.append((next_point, replayer.recommendations(next_point)))
             next_point = next(pending, None)
         replayer.apply(timestamp, keys[index], cpu[index], memory[index], oom[index])
     while next_point is not None:
-        series.append((next_point, replayer.recommendations()))
+        series.append((next_point, replayer.recommendations(next_point)))
         next_point = next(pending, None)
-    return ReplayResult(at, replayer.recommendations(), series if every_s is not None else None,
+    return ReplayResult(at, replayer.recommendations(at), series if every_s is not None else None,
                         replayer.stats)
 
 

@@ -217,3 +217,20 @@ def test_empty_trace() -> None:
 
     result = replay(Trace([], [], [], [], []), RecommenderConfig(), every_s=60.0)
     assert result_json(result) == {"containers": [], "series": []}
+
+
+def test_a_key_silent_for_a_whole_memory_window_is_collected(tmp_path: Path) -> None:
+    # "old" reports for one day, then only "new" reports for 9 more days: 8 days after its last CPU
+    # sample the hourly garbage collection drops "old"'s aggregate, so it has no recommendation any more.
+    rows: list[Row] = [(T0 + 60 * k, "old", 0.5, 200 * MIB, False) for k in range(1441)]
+    rows += [(T0 + 60 * k, "new", 0.5, 200 * MIB, False) for k in range(10 * 1440 + 1)]
+    rows.sort(key=lambda row: row[0])
+    result = _replay_json(_write_csv(tmp_path / "gc.csv", rows), every_s=float(DAY))
+    series = result["series"]
+    assert isinstance(series, list)
+    keys_by_day = [[item["container"] for item in point["containers"]] for point in series]
+    assert keys_by_day[7] == ["new", "old"]  # day 8: 7 days after old's last sample
+    assert keys_by_day[9] == ["new"]  # day 10: more than 8 days after it
+    final = result["containers"]
+    assert isinstance(final, list)
+    assert [item["container"] for item in final] == ["new"]
