@@ -390,3 +390,47 @@ async def test_job_runs_completions_with_bounded_parallelism() -> None:
         assert job["status"]["succeeded"] == 3
         assert condition(job, "Complete") is not None
         assert job["status"]["completionTime"] == "2026-01-01T00:02:00Z"
+
+
+async def test_limit_ranger_defaults_and_enforces_over_http() -> None:
+    async with sim("1.35") as (cluster, http):
+        await cluster.store.create(
+            "limitranges",
+            {
+                "apiVersion": "v1",
+                "kind": "LimitRange",
+                "metadata": {"name": "lr", "namespace": "default"},
+                "spec": {
+                    "limits": [
+                        {
+                            "type": "Container",
+                            "default": {"cpu": "300m", "memory": "128Mi"},
+                            "defaultRequest": {"cpu": "100m"},
+                            "max": {"cpu": "1"},
+                        }
+                    ]
+                },
+            },
+        )
+        bare = {"name": "app", "image": "nginx:1.27"}
+        sidecar = {"name": "log", "image": "busybox:1", "restartPolicy": "Always"}
+        created = await create_pod(cluster, pod("defaulted", bare, initContainers=[sidecar]))
+        assert created["spec"]["containers"][0]["resources"] == {
+            "requests": {"cpu": "100m", "memory": "128Mi"},
+            "limits": {"cpu": "300m", "memory": "128Mi"},
+        }
+        assert created["metadata"]["annotations"]["kubernetes.io/limit-ranger"].startswith(
+            "LimitRanger plugin set: cpu, memory request for container log"
+        )
+        assert created["status"]["qosClass"] == "Burstable"
+        init = created["status"]["initContainerStatuses"][0]
+        assert init["name"] == "log"
+        assert "running" in init["state"]
+        assert init["resources"]["requests"] == {"cpu": "100m", "memory": "128Mi"}
+        too_big = pod("big", container(cpu="500m", cpu_limit="2", memory="64Mi", memory_limit="128Mi"))
+        async with http.post("/api/v1/namespaces/default/pods", json=too_big) as resp:
+            body = await resp.json()
+            assert resp.status == 403
+        assert (
+            body["message"] == 'pods "big" is forbidden: maximum cpu usage per Container is 1, but limit is 2'
+        )
