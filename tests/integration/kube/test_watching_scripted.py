@@ -1,4 +1,4 @@
-"""Watch-cache paths that need a server misbehaving on cue: expired continue tokens, ERROR events, bad lines."""
+"""Watch-cache paths that need a server misbehaving on cue: expired continue, ERROR events, bad lines."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from .scripted import ScriptedServer, status_body
 
 def item(name: str, rv: str, **data: str) -> dict[str, object]:
     obj = configmap("ns", name, **data)
-    obj["metadata"]["resourceVersion"] = rv  # type: ignore[index]
+    obj["metadata"]["resourceVersion"] = rv
     return obj
 
 
