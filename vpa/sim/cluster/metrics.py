@@ -10,20 +10,19 @@ Must not: keep samples or write to the store: every reading is computed lazily f
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
 from vpa.model.clock import VirtualClock
 from vpa.model.quantity import Quantity
-from vpa.sim.cluster.nodeagent import NodeAgent, _amounts
+from vpa.sim.cluster.nodeagent import NodeAgent, rfc3339
 from vpa.sim.cluster.options import ClusterOptions
 from vpa.sim.cluster.usage import UsageRegistry
 from vpa.sim.contracts import ApiError, HookRegistry, JsonObj
 
 
 def _stamp(t: float) -> str:
-    return dt.datetime.fromtimestamp(int(t), tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return rfc3339(t)
 
 
 def _window(seconds: float) -> str:
@@ -131,7 +130,7 @@ class Metrics:
             if c.terminated is not None or (c.waiting_until is not None and c.waiting_until > t):
                 continue
             container = specs.get(name) or {"name": name}
-            req, lim = _amounts(c.actual)
+            req, lim = c.actual_amounts()
             started = min(c.started_at, t)
             cpu = self.usage.cpu_millicores(pod, container, t, run.start_at, started, req, lim)
             mem = self.usage.memory_bytes(pod, container, t, run.start_at, started, req, lim)

@@ -119,6 +119,21 @@ class ContainerRun:
     terminated: JsonObj | None = None  # set when the container exited for good
     waiting_until: float | None = None  # crash back-off
 
+    # Parsed (requests, limits) of `allocated` / `actual`, recomputed when those dicts are replaced (they are
+    # never changed in place).
+    _alloc_memo: tuple[Any, Any] = (None, None)
+    _actual_memo: tuple[Any, Any] = (None, None)
+
+    def allocated_amounts(self) -> tuple[dict[str, int], dict[str, int]]:
+        if self._alloc_memo[0] is not self.allocated:
+            self._alloc_memo = (self.allocated, _amounts(self.allocated))
+        return self._alloc_memo[1]  # type: ignore[no-any-return]
+
+    def actual_amounts(self) -> tuple[dict[str, int], dict[str, int]]:
+        if self._actual_memo[0] is not self.actual:
+            self._actual_memo = (self.actual, _amounts(self.actual))
+        return self._actual_memo[1]  # type: ignore[no-any-return]
+
     def container_id(self, uid: str) -> str:
         digest = hashlib.sha256(f"{uid}/{self.name}/{self.restart_count}".encode()).hexdigest()
         return f"containerd://{digest}"
@@ -618,13 +633,13 @@ class NodeAgent:
         alloc = effective_requests(
             spec,
             containers_override=[
-                _amounts(run.containers[n].allocated)[0] if n in run.containers else {} for n in names
+                run.containers[n].allocated_amounts()[0] if n in run.containers else {} for n in names
             ],
         )
         actual = effective_requests(
             spec,
             containers_override=[
-                _amounts(run.containers[n].actual)[0] if n in run.containers else {} for n in names
+                run.containers[n].actual_amounts()[0] if n in run.containers else {} for n in names
             ],
         )
         infeasible = run.pending is not None and run.pending[0] == "Infeasible"
@@ -639,13 +654,13 @@ class NodeAgent:
         alloc = effective_requests(
             spec,
             containers_override=[
-                _amounts(run.containers[n].allocated)[0] if n in run.containers else {} for n in names
+                run.containers[n].allocated_amounts()[0] if n in run.containers else {} for n in names
             ],
         )
         actual = effective_requests(
             spec,
             containers_override=[
-                _amounts(run.containers[n].actual)[0] if n in run.containers else {} for n in names
+                run.containers[n].actual_amounts()[0] if n in run.containers else {} for n in names
             ],
         )
         return (max(alloc[0], actual[0]), max(alloc[1], actual[1]))
@@ -897,7 +912,7 @@ class NodeAgent:
             if _same(c.allocated, c.actual):
                 continue
             container = specs.get(name) or {}
-            (new_req, new_lim), (old_req, old_lim) = _amounts(c.allocated), _amounts(c.actual)
+            (new_req, new_lim), (old_req, old_lim) = c.allocated_amounts(), c.actual_amounts()
             changed = {
                 r
                 for r in (CPU, MEMORY)
@@ -969,7 +984,7 @@ class NodeAgent:
         self.rt.cancel(run.oom_timers.pop(c.name, None))
         if not run.counted or run.phase != "Running" or c.terminated is not None:
             return
-        req, lim = _amounts(c.actual)
+        req, lim = c.actual_amounts()
         limit = lim.get(MEMORY)
         if limit is None:
             return
