@@ -466,7 +466,15 @@ class Controllers:
                 "lastTransitionTime": prior.get("lastTransitionTime") if keep and prior else now,
             }
 
-        min_available = replicas - 1 if replicas > 0 else 0  # default maxUnavailable 25% rounds down to >= 0
+        strategy = spec.get("strategy") or {}
+        max_unavailable: object = 0
+        if strategy.get("type", "RollingUpdate") == "RollingUpdate":
+            max_unavailable = (strategy.get("rollingUpdate") or {}).get("maxUnavailable", "25%")
+        try:
+            # maxUnavailable rounds down (maxSurge would round up).
+            min_available = replicas - disruption.scaled_value(max_unavailable, replicas, False)
+        except disruption.ScaleError:
+            min_available = replicas
         status: JsonObj = {
             "observedGeneration": md.get("generation", 1),
             "replicas": total,
