@@ -434,3 +434,37 @@ async def test_limit_ranger_defaults_and_enforces_over_http() -> None:
         assert (
             body["message"] == 'pods "big" is forbidden: maximum cpu usage per Container is 1, but limit is 2'
         )
+
+
+async def test_statefulset_rolls_pods_in_reverse_ordinal_order_on_template_change() -> None:
+    async with sim("1.35", nodes=2) as (cluster, _http):
+        template = {"metadata": {"labels": {"app": "db"}}, "spec": {"containers": [container()]}}
+        await cluster.store.create(
+            "statefulsets.apps",
+            {
+                "apiVersion": "apps/v1",
+                "kind": "StatefulSet",
+                "metadata": {"name": "db", "namespace": "default"},
+                "spec": {
+                    "replicas": 3,
+                    "serviceName": "db",
+                    "selector": {"matchLabels": {"app": "db"}},
+                    "template": template,
+                },
+            },
+        )
+        await cluster.settle()
+        sts = cluster.store.get("statefulsets.apps", "default", "db")
+        assert sts is not None
+        new_template = {**template, "spec": {"containers": [container(cpu="700m")]}}
+        await cluster.store.update(
+            "statefulsets.apps", {**sts, "spec": {**sts["spec"], "template": new_template}}
+        )
+        await cluster.settle()
+        pods = sorted(pods_of(cluster, "db"), key=lambda p: p["metadata"]["name"])
+        assert [p["metadata"]["name"] for p in pods] == ["db-0", "db-1", "db-2"]
+        assert all(p["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "700m" for p in pods)
+        assert all(p["status"]["phase"] == "Running" for p in pods)
+        status = cluster.store.get("statefulsets.apps", "default", "db")["status"]  # type: ignore[index]
+        assert status["updatedReplicas"] == 3
+        assert status["readyReplicas"] == 3
