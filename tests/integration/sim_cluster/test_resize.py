@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 
 import orjson
@@ -278,3 +279,33 @@ async def test_deferred_resizes_are_retried_in_priority_order() -> None:
         assert still is not None
         assert still["reason"] == "Deferred"
         assert still["lastTransitionTime"] == "2026-01-01T00:00:00Z"
+
+
+async def test_resize_get_and_put_with_optimistic_concurrency() -> None:
+    async with sim("1.35") as (cluster, http):
+        await create_pod(cluster, pod("web"))
+        async with http.get("/api/v1/namespaces/default/pods/web/resize") as resp:
+            assert resp.status == 200
+            current = await resp.json()
+        assert current["metadata"]["name"] == "web"
+        wanted = copy.deepcopy(current)
+        wanted["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "600m"
+        wanted["spec"]["containers"][0]["image"] = "ignored:2"  # only resources change through /resize
+        async with http.put(
+            "/api/v1/namespaces/default/pods/web/resize",
+            data=orjson.dumps(wanted),
+            headers={"Content-Type": "application/json"},
+        ) as resp:
+            assert resp.status == 200
+            body = await resp.json()
+        assert body["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "600m"
+        assert body["spec"]["containers"][0]["image"] == "registry.k8s.io/pause:3.10"
+        # The same body again carries a stale resourceVersion now.
+        async with http.put(
+            "/api/v1/namespaces/default/pods/web/resize",
+            data=orjson.dumps(wanted),
+            headers={"Content-Type": "application/json"},
+        ) as resp:
+            assert resp.status == 409
+        await cluster.settle()
+        assert cstatus(get(cluster, "web"))["resources"]["requests"]["cpu"] == "600m"
