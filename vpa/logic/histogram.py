@@ -18,7 +18,7 @@ import math
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, Protocol
 
 from vpa.logic.recommender_numerics import go_exp2, go_log, go_pow, go_round_time
 
@@ -42,6 +42,42 @@ def _float_bits(value: float) -> int:
 
 def _bits_float(bits: int) -> float:
     return float(struct.unpack("<d", struct.pack("<q", bits))[0])
+
+
+class BucketLayout(Protocol):
+    """What a histogram needs of its bucket layout."""
+
+    @property
+    def num_buckets(self) -> int: ...
+    @property
+    def epsilon(self) -> float: ...
+    @property
+    def bucket_starts(self) -> tuple[float, ...]: ...
+    def find_bucket(self, value: float) -> int: ...
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class LinearHistogramOptions:
+    """Equal-width buckets `[n·size, (n+1)·size)`, the last open-ended (upstream's linear layout, used by its
+    own histogram tests; the recommender itself uses the exponential layouts below)."""
+
+    max_value: float
+    bucket_size: float
+    epsilon: float
+    num_buckets: int = field(init=False)
+    bucket_starts: tuple[float, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        if self.max_value <= 0 or self.bucket_size <= 0 or self.epsilon <= 0:
+            raise ValueError(f"invalid linear histogram options: max={self.max_value} "
+                             f"size={self.bucket_size} epsilon={self.epsilon}")
+        num = math.ceil(self.max_value / self.bucket_size) + 1
+        object.__setattr__(self, "num_buckets", num)
+        object.__setattr__(self, "bucket_starts", tuple(float(n) * self.bucket_size for n in range(num)))
+
+    def find_bucket(self, value: float) -> int:
+        bucket = int(value / self.bucket_size)
+        return min(max(bucket, 0), self.num_buckets - 1)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -130,7 +166,7 @@ class Histogram:
 
     __slots__ = ("_max_bucket", "_min_bucket", "_total_weight", "_weights", "options")
 
-    def __init__(self, options: HistogramOptions) -> None:
+    def __init__(self, options: BucketLayout) -> None:
         self.options = options
         self._weights = [0.0] * options.num_buckets
         self._total_weight = 0.0
@@ -291,7 +327,7 @@ class DecayingHistogram(Histogram):
 
     __slots__ = ("half_life_s", "reference_timestamp")
 
-    def __init__(self, options: HistogramOptions, half_life_s: float) -> None:
+    def __init__(self, options: BucketLayout, half_life_s: float) -> None:
         super().__init__(options)
         if half_life_s <= 0:
             raise ValueError(f"half-life must be positive, got {half_life_s} s")
