@@ -35,6 +35,7 @@ async def test_resize_is_allocated_then_actuated_without_restart() -> None:
         assert before["status"]["phase"] == "Running"
         assert cstatus(before)["allocatedResources"] == {"cpu": "500m", "memory": "256Mi"}
         generation = before["metadata"]["generation"]
+        assert before["status"]["observedGeneration"] == generation
 
         code, body = await resize(http, "web", resources_patch(cpu="800m"))
         assert code == 200, body

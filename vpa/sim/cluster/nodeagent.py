@@ -608,6 +608,8 @@ class NodeAgent:
         self._account(run, self._sched_view(result, run), self._kube_view(result, run))
         self.rt.observe("pods", result)
         self._after_start(result, run)
+        if (result.get("metadata") or {}).get("generation") != (new["metadata"] or {}).get("generation"):
+            self._kick(k)  # the write bumped metadata.generation: report it as observed
 
     def _new_run(self, k: Key, pod: JsonObj, node: NodeRun, now: float) -> PodRun:
         node.ip_counter += 1
