@@ -317,6 +317,11 @@ async def test_deployment_template_change_rolls_to_a_new_replicaset() -> None:
         status = cluster.store.get("deployments.apps", "default", "web")["status"]  # type: ignore[index]
         assert status["updatedReplicas"] == 2
         assert status["observedGeneration"] == 2
+        # Deleting the Deployment cascades (API server GC) and the nodes get their room back.
+        await cluster.store.delete("deployments.apps", "default", "web")
+        await cluster.settle()
+        assert cluster.store.list("pods", "default") == []
+        assert all(n.sched_cpu == 0 and not n.pods for n in cluster.behaviour.agent.nodes.values())
 
 
 async def test_cordoned_and_tainted_nodes_and_kubelet_admission_of_prebound_pods() -> None:
