@@ -445,3 +445,23 @@ def test_trace_parquet(tmp_path: Path) -> None:
     # The CPU series skips the empty cell: 100m until the 600 s sample.
     assert usage.cpu.value(T0 + 450, T0, T0) == pytest.approx(100.0)
     assert usage.cpu.value(T0 + 600, T0, T0) == pytest.approx(300.0)
+
+
+def test_trace_key_picked_per_pod(tmp_path: Path) -> None:
+    trace = tmp_path / "t.csv"
+    rows = "".join(f"0,vm-{i},{i},{i * 100}\n" for i in range(8))
+    trace.write_text("timestamp,container,cpu_cores,memory_bytes\n" + rows)
+    text = json.dumps({"app": {"trace": {"path": str(trace), "key": "*"}}})
+    picks = set()
+    for pod in (f"default/web-{i}" for i in range(20)):
+        first = profiles.parse_annotation(text, pod=pod)["app"].cpu
+        again = profiles.parse_annotation(text, pod=pod)["app"].cpu
+        assert first is not None
+        assert again is not None
+        assert first.value(T0, T0, T0) == again.value(T0, T0, T0)  # stable per pod
+        picks.add(first.value(T0, T0, T0))
+    assert len(picks) > 3  # different pods replay different keys
+    listed = json.dumps({"app": {"cpu": {"type": "trace", "path": str(trace), "keys": ["vm-2"]}}})
+    cpu = profiles.parse_annotation(listed, pod="default/x")["app"].cpu
+    assert cpu is not None
+    assert cpu.value(T0, T0, T0) == 2000.0

@@ -17,6 +17,7 @@ PROFILE is one of (amounts are Kubernetes quantities, as strings, or plain numbe
     {"type": "trend", "start": "100Mi", "per_hour": "10Mi", "min": "0", "max": "4Gi"}  # from pod start
     {"type": "leak", "start": "100Mi", "per_hour": "50Mi"}          # from container start: resets on restart
     {"type": "trace", "path": "usage.parquet", "key": "vm-17", "mode": "relative", "loop": true}
+        # or "keys": ["vm-1", "vm-3"] / "key": "*": each pod picks one key by a hash of its name
 
 Any PROFILE may add `"noise": 0.1, "seed": 7` (± 10 % deterministic jitter per 15 s bucket). A trace file has
 the columns of DESIGN §8: `timestamp` (Unix seconds), `container` (key), `cpu_cores`, `memory_bytes`; rows
@@ -220,7 +221,7 @@ class TraceCache:
     base_dir: Path | None = None
     _files: dict[str, dict[str, dict[str, TraceSeries]]] = field(default_factory=dict)
 
-    def series(self, path: str, key: str, resource: str) -> TraceSeries:
+    def _load(self, path: str) -> dict[str, dict[str, TraceSeries]]:
         full = Path(path)
         if not full.is_absolute() and self.base_dir is not None:
             full = self.base_dir / full
@@ -228,6 +229,13 @@ class TraceCache:
         if loaded is None:
             loaded = _load_trace(full)
             self._files[str(full)] = loaded
+        return loaded
+
+    def keys(self, path: str) -> list[str]:
+        return sorted(self._load(path))
+
+    def series(self, path: str, key: str, resource: str) -> TraceSeries:
+        loaded = self._load(path)
         by_resource = loaded.get(key)
         if by_resource is None:
             raise ProfileError(f"trace {path}: no rows for container key {key!r}")
@@ -288,10 +296,19 @@ def _load_trace(path: Path) -> dict[str, dict[str, TraceSeries]]:
     return out
 
 
+def pick_key(choices: list[str], seed: str) -> str:
+    """A deterministic choice among trace keys for one container (`seed`: namespace/pod/container)."""
+    digest = hashlib.blake2b(seed.encode(), digest_size=8).digest()
+    return choices[int.from_bytes(digest, "big") % len(choices)]
+
+
 def parse_profile(
-    resource: str, spec: Mapping[str, Any], what: str, traces: TraceCache | None = None
+    resource: str, spec: Mapping[str, Any], what: str, traces: TraceCache | None = None, seed: str = ""
 ) -> Profile:
-    """Build a profile from its JSON form; raises ProfileError naming `what` (container/resource)."""
+    """Build a profile from its JSON form; raises ProfileError naming `what` (container/resource).
+
+    A trace profile names its key (`"key": "vm-17"`), a list to pick from (`"keys": [...]`) or every key in
+    the file (`"key": "*"`); a pick is a hash of `seed`, so each pod of a Deployment replays its own key."""
     if not isinstance(spec, Mapping):
         raise ProfileError(f"{what}: profile must be an object")
     kind = spec.get("type", "constant")
@@ -327,9 +344,13 @@ def parse_profile(
     elif kind == "trace":
         if traces is None:
             traces = TraceCache()
-        path, key = spec.get("path"), spec.get("key")
+        path, key, keys = spec.get("path"), spec.get("key"), spec.get("keys")
+        if isinstance(path, str) and key == "*":
+            keys = traces.keys(path)
+        if isinstance(keys, list) and keys and all(isinstance(k, str) for k in keys):
+            key = pick_key(list(keys), seed)
         if not isinstance(path, str) or not isinstance(key, str):
-            raise ProfileError(f"{what}: trace profile needs string 'path' and 'key'")
+            raise ProfileError(f"{what}: trace profile needs string 'path' and 'key' (or 'keys')")
         mode = spec.get("mode", "relative")
         if mode not in ("relative", "absolute"):
             raise ProfileError(f"{what}.mode: must be 'relative' or 'absolute'")
@@ -355,24 +376,24 @@ class UsageProfile:
 
     @classmethod
     def from_json(
-        cls, spec: Mapping[str, Any], what: str = "usage", traces: TraceCache | None = None
+        cls, spec: Mapping[str, Any], what: str = "usage", traces: TraceCache | None = None, seed: str = ""
     ) -> UsageProfile:
         trace = spec.get("trace")
         if isinstance(trace, Mapping):
             t = dict(trace, type="trace")
             return cls(
-                parse_profile(CPU, t, f"{what}.cpu", traces),
-                parse_profile(MEMORY, t, f"{what}.memory", traces),
+                parse_profile(CPU, t, f"{what}.cpu", traces, seed),
+                parse_profile(MEMORY, t, f"{what}.memory", traces, seed),
             )
         cpu = spec.get(CPU)
         mem = spec.get(MEMORY)
         return cls(
-            parse_profile(CPU, cpu, f"{what}.cpu", traces) if cpu is not None else None,
-            parse_profile(MEMORY, mem, f"{what}.memory", traces) if mem is not None else None,
+            parse_profile(CPU, cpu, f"{what}.cpu", traces, seed) if cpu is not None else None,
+            parse_profile(MEMORY, mem, f"{what}.memory", traces, seed) if mem is not None else None,
         )
 
 
-def parse_annotation(text: str, traces: TraceCache | None = None) -> dict[str, UsageProfile]:
+def parse_annotation(text: str, traces: TraceCache | None = None, pod: str = "") -> dict[str, UsageProfile]:
     """Parse the `sim.vpa.dev/usage` annotation: container name → UsageProfile."""
     try:
         data = json.loads(text)
@@ -381,7 +402,7 @@ def parse_annotation(text: str, traces: TraceCache | None = None) -> dict[str, U
     if not isinstance(data, dict):
         raise ProfileError(f"{ANNOTATION}: must be a JSON object keyed by container name")
     return {
-        str(name): UsageProfile.from_json(spec, f"{ANNOTATION}[{name}]", traces)
+        str(name): UsageProfile.from_json(spec, f"{ANNOTATION}[{name}]", traces, f"{pod}/{name}")
         for name, spec in data.items()
         if isinstance(spec, Mapping)
     }

@@ -52,7 +52,7 @@ class UsageRegistry:
             parsed = {}
             if text:
                 try:
-                    parsed = parse_annotation(text, self.traces)
+                    parsed = parse_annotation(text, self.traces, f"{md.get('namespace')}/{md.get('name')}")
                 except ProfileError as err:
                     log.warning(
                         "pod %s/%s: ignoring %s: %s", md.get("namespace"), md.get("name"), ANNOTATION, err
