@@ -2,10 +2,10 @@
 
 Run: `python -m benchmarks.pod_views [--pods N] [--chunk N]`.
 
-Pods come from `tests.builders.make_pods` (realistic ~8 KiB objects spread over 50 namespaces × 10
-Deployments, 100 replicas each), serialised with orjson to bytes in chunks so the raw data never has to
-fit in memory at once. Two passes, each with its own `Interner`, as a watch cache would keep them
-(a dict `namespace/name → PodView`):
+Pods come from `tests.builders.make_replica_pod` (the realistic ~8 KiB pods `make_pods` builds, spread
+over 50 namespaces × 10 Deployments, 100 replicas each). They are built in chunks and kept only as orjson
+bytes (about 400 MB for 50,000), never all as dicts. Two passes over the bytes, each with its own
+`Interner`, keeping the views as a watch cache would (a dict `namespace/name → PodView`):
 
 1. timed: `orjson.loads(bytes)` then `pod_from_dict` for one pod at a time, as a watch stream or a
    streamed LIST delivers them (no tracing, so the time is honest; the garbage collector runs as usual);
