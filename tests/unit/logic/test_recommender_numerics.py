@@ -113,3 +113,26 @@ def test_go_round_time_counts_from_year_one(unix_s: float, step_s: float, expect
 )
 def test_go_truncate_duration(duration_s: float, step_s: float, expected: float) -> None:
     assert go_truncate_duration(duration_s, step_s) == expected
+
+
+# Outputs of Go's math package (go1.19.8 linux/amd64) for inputs where C's libm gives a different last bit.
+# Decay exponents of minutely samples with a 24 h half-life (k/1440), Log arguments of FindBucket for k
+# millicores (k/1000 × 0.05/0.01 + 1), lower-bound factors for 1 day and 8 days of history, bucket starts.
+@pytest.mark.parametrize(
+    ("function", "argument", "go_result"),
+    [
+        (go_exp2, 86 / 1440, "0x1.0ad1e216da1b6p+0"),
+        (go_exp2, 97 / 1440, "0x1.0c3c836f7b02ep+0"),
+        (go_exp2, 131 / 1440, "0x1.10a9965546ee8p+0"),
+        (go_log, 18 / 1000 * 0.05 / 0.01 + 1, "0x1.60fbdd2fffc36p-4"),
+        (go_log, 68 / 1000 * 0.05 / 0.01 + 1, "0x1.2bb195520355ep-2"),
+        (lambda history: go_pow(1 + 0.001 / history, -2.0), 1.0, "0x1.fefa3faa4d8d6p-1"),
+        (lambda history: go_pow(1 + 0.001 / history, -2.0), 8.0, "0x1.ffdf3cf6f0268p-1"),
+        (lambda n: go_pow(1.05, n), 4.0, "0x1.372b6ae7d566dp+0"),
+        (lambda n: go_pow(1.05, n), 8.0, "0x1.7a3a851c5f065p+0"),
+    ],
+    ids=["exp2-86", "exp2-97", "exp2-131", "log-18m", "log-68m", "lower-1d", "lower-8d", "pow-4", "pow-8"],
+)
+def test_matches_go_bit_for_bit(function: object, argument: float, go_result: str) -> None:
+    assert callable(function)
+    assert function(argument) == float.fromhex(go_result)
