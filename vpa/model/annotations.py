@@ -37,7 +37,8 @@ CPU_STARTUP_BOOST_PREFIX: Final = "vpaCpuStartupBoost/"
 """`vpaCpuStartupBoost/<container>`: a container's original resources while its CPU is boosted (spec §4.9)."""
 
 LEGACY_STARTUP_CPU_BOOST: Final = "startup-cpu-boost"
-"""The single pod-level boost annotation of earlier upstream releases; read so such pods can be unboosted."""
+"""The single pod-level boost annotation of upstream's pre-release boost code (replaced by the per-container
+keys in kubernetes/autoscaler#9508 before any release); kept on pod views only so such pods stay visible."""
 
 OBSERVED_CONTAINERS_SEPARATOR: Final = ", "
 
