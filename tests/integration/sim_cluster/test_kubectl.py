@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.sim_cluster.conftest import create_pod, cstatus, pod, sim
+from tests.integration.sim_cluster.helpers import create_pod, cstatus, pod, sim
 from vpa.sim import SimCluster
 
 KUBECTL = Path(sys.executable).parent / "kubectl"

@@ -7,7 +7,7 @@ import dataclasses
 
 import orjson
 
-from tests.integration.sim_cluster.conftest import (
+from tests.integration.sim_cluster.helpers import (
     condition,
     container,
     create_pod,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from tests.integration.sim_cluster.conftest import container, deployment, sim
+from tests.integration.sim_cluster.helpers import container, deployment, sim
 from vpa.sim.cluster.pods import effective_requests
 
 

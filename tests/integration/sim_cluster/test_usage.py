@@ -7,7 +7,7 @@ from typing import Any
 
 import aiohttp
 
-from tests.integration.sim_cluster.conftest import container, create_pod, cstatus, deployment, pod, sim
+from tests.integration.sim_cluster.helpers import container, create_pod, cstatus, deployment, pod, sim
 from vpa.sim.cluster.profiles import ANNOTATION
 
 MI = 2**20

@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from tests.integration.sim_cluster.conftest import (
+from tests.integration.sim_cluster.helpers import (
     condition,
     container,
     create_pod,
