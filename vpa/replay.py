@@ -34,7 +34,6 @@ from vpa.model.vpa import RecommendedContainerResources, VpaView
 
 REPLAY_NAMESPACE: Final = "replay"
 KEY_LABEL: Final = "vpa-replay/key"
-GC_INTERVAL_S: Final = 3600.0  # upstream collects stale aggregates at most once an hour
 _TRUE: Final = frozenset({"true", "1", "yes", "t", "y"})
 _FALSE: Final = frozenset({"false", "0", "no", "f", "n", ""})
 
@@ -214,7 +213,6 @@ class Replayer:
     def __init__(self, config: RecommenderConfig) -> None:
         self.core = RecommenderCore(config)
         self._containers: dict[str, ContainerState] = {}
-        self._last_gc: float | None = None
         self.stats = ReplayStats()
 
     def _container(self, key: str, timestamp: float) -> ContainerState:
@@ -230,16 +228,9 @@ class Replayer:
             self._containers[key] = container
         return container
 
-    def _maybe_collect(self, now: float) -> None:
-        if self._last_gc is None:
-            self._last_gc = now
-        elif now - self._last_gc >= GC_INTERVAL_S:
-            self.core.cluster.garbage_collect(now)
-            self._last_gc = now
-
     def apply(self, timestamp: float, key: str, cpu_cores: float | None, memory_bytes: int | None,
               oom: bool) -> None:
-        self._maybe_collect(timestamp)
+        self.core.cluster.maybe_garbage_collect(timestamp)
         container = self._container(key, timestamp)
         stats = self.stats
         stats.rows += 1
@@ -263,7 +254,7 @@ class Replayer:
     def recommendations(self, now: float) -> list[RecommendedContainerResources]:
         """Recommendations of every key that has one at `now`, sorted by key. The hourly garbage
         collection catches up first, as the live loop would have run it in the meantime."""
-        self._maybe_collect(now)
+        self.core.cluster.maybe_garbage_collect(now)
         result: list[RecommendedContainerResources] = []
         for key in sorted(self._containers):
             result.extend(self.core.recommend(REPLAY_NAMESPACE, key).containers)

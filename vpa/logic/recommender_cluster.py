@@ -27,6 +27,7 @@ from vpa.model.resources import Resources
 from vpa.model.vpa import VpaView
 
 INACTIVE_POD_PHASES: Final = frozenset({"Succeeded", "Failed"})
+AGGREGATE_GC_INTERVAL_S: Final = 3600.0  # upstream collects aggregates at most once an hour
 
 
 class LabelMatcher(Protocol):
@@ -98,6 +99,7 @@ class ClusterState:
         self._vpas: dict[tuple[str, str], _Vpa] = {}
         self._vpas_by_namespace: dict[str, dict[str, _Vpa]] = {}
         self._label_sets: dict[LabelSet, LabelSet] = {}
+        self._last_gc: float | None = None
 
     # --- read-only views -------------------------------------------------------------------------------
 
@@ -297,6 +299,23 @@ class ClusterState:
             for vpa in self._vpas_by_namespace.get(key.namespace, {}).values():
                 vpa.aggregates.pop(key, None)
         return doomed
+
+    def maybe_garbage_collect(self, now: float, pods_with_live_controller: Collection[PodId] = frozenset(),
+                              interval_s: float = AGGREGATE_GC_INTERVAL_S) -> list[AggregateStateKey]:
+        """`garbage_collect` at most once per `interval_s`. The first call only starts the clock (upstream
+        starts it when the recommender is created, so the first collection comes an hour later)."""
+        if self._last_gc is None:
+            self._last_gc = now
+            return []
+        if now - self._last_gc < interval_s:
+            return []
+        self._last_gc = now
+        return self.garbage_collect(now, pods_with_live_controller)
+
+    def pods_needing_controller_check(self) -> list[PodId]:
+        """Finished (Succeeded/Failed) pods: only for these does garbage collection need to know whether
+        their controller still exists (active pods are contributive anyway)."""
+        return [pod.pod_id for pod in self._pods.values() if pod.phase in INACTIVE_POD_PHASES]
 
     # --- internals -------------------------------------------------------------------------------------
 

@@ -167,3 +167,15 @@ def test_config_maps_the_recommender_settings() -> None:
     assert config.aggregation.per_vpa_config
     assert config.post_processing.round_cpu_millicores == 5
     assert config.post_processing.global_max_allowed == Resources(4000, None)
+
+
+def test_garbage_collection_is_rate_limited_to_once_an_hour() -> None:
+    cluster = ClusterState(AggregationConfig())
+    finished = _pod(cluster, "done", {"app": "web"}, phase="Succeeded")
+    _pod(cluster, "live", {"app": "db"})
+    assert cluster.pods_needing_controller_check() == [finished]
+    assert cluster.maybe_garbage_collect(MIDNIGHT) == []  # starts the clock
+    assert cluster.maybe_garbage_collect(MIDNIGHT + 3599) == []  # too soon
+    deleted = cluster.maybe_garbage_collect(MIDNIGHT + 3600)
+    assert [key.container_name for key in deleted] == ["app"]
+    assert len(cluster.aggregates) == 1  # the active pod's empty aggregate stays
