@@ -376,7 +376,7 @@ def pod_from_dict(obj: Mapping[str, Any], *, interner: Interner | None = None) -
             )
             break
 
-    ready = resize_pending = resize_in_progress = None
+    conditions: list[PodCondition] = []
     for index, raw_condition in enumerate(_list(status.get("conditions"), "status.conditions")):
         where = f"status.conditions[{index}]"
         raw_condition = _map(raw_condition, where)
@@ -390,12 +390,7 @@ def pod_from_dict(obj: Mapping[str, Any], *, interner: Interner | None = None) -
             _str(raw_condition.get("message"), f"{where}.message"),
             _time(raw_condition.get("lastTransitionTime"), f"{where}.lastTransitionTime"),
         )
-        if condition_type == ann.POD_READY:
-            ready = condition
-        elif condition_type == ann.POD_RESIZE_PENDING:
-            resize_pending = condition
-        else:
-            resize_in_progress = condition
+        conditions.append(condition)
 
     return PodView(
         namespace=sys.intern(_str(metadata.get("namespace"), "metadata.namespace")),
@@ -416,9 +411,7 @@ def pod_from_dict(obj: Mapping[str, Any], *, interner: Interner | None = None) -
         init_container_statuses=_statuses(
             status.get("initContainerStatuses"), "status.initContainerStatuses", it
         ),
-        ready=ready,
-        resize_pending=resize_pending,
-        resize_in_progress=resize_in_progress,
+        conditions=tuple(conditions),
         resize_status=_interned_or_none(_optional_str(status.get("resize"), "status.resize")),
         creation_timestamp=_time(metadata.get("creationTimestamp"), "metadata.creationTimestamp") or 0.0,
         start_time=_time(status.get("startTime"), "status.startTime"),

@@ -137,9 +137,9 @@ class PodView:
     init_containers: tuple[ContainerView, ...] = ()
     container_statuses: tuple[ContainerStatusView, ...] = ()
     init_container_statuses: tuple[ContainerStatusView, ...] = ()
-    ready: PodCondition | None = None
-    resize_pending: PodCondition | None = None
-    resize_in_progress: PodCondition | None = None
+    conditions: tuple[PodCondition, ...] = ()
+    """The `Ready`, `PodResizePending` and `PodResizeInProgress` conditions, in the pod's order (upstream's
+    resize-status helper looks at whichever resize condition comes first)."""
     resize_status: str | None = None
     creation_timestamp: float = 0.0
     start_time: float | None = None
@@ -152,6 +152,25 @@ class PodView:
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+    def condition(self, condition_type: str) -> PodCondition | None:
+        for condition in self.conditions:
+            if condition.type == condition_type:
+                return condition
+        return None
+
+    @property
+    def ready(self) -> PodCondition | None:
+        """The `Ready` condition (its lastTransitionTime starts the startup-boost clock)."""
+        return self.condition(ann.POD_READY)
+
+    @property
+    def resize_pending(self) -> PodCondition | None:
+        return self.condition(ann.POD_RESIZE_PENDING)
+
+    @property
+    def resize_in_progress(self) -> PodCondition | None:
+        return self.condition(ann.POD_RESIZE_IN_PROGRESS)
 
     def container(self, name: str) -> ContainerView | None:
         for container in self.containers:

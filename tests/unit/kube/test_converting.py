@@ -223,6 +223,8 @@ def test_full_pod_view() -> None:
     )
     assert view.resize_in_progress is not None
     assert not view.resize_in_progress.is_true
+    # Only the conditions vpa reads, in the pod's order.
+    assert [c.type for c in view.conditions] == ["Ready", "PodResizePending", "PodResizeInProgress"]
 
     # Upstream's "current" resources: container status first, spec as fallback.
     assert view.current_requests("app") == Resources(400, 1024 * MiB)

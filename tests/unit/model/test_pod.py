@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from vpa.model import annotations as ann
-from vpa.model.pod import ContainerStatusView, ContainerView, PodView
+from vpa.model.pod import ContainerStatusView, ContainerView, PodCondition, PodView
 from vpa.model.resources import Resources
 
 SPEC_APP = ContainerView("app", requests=Resources(100, 200), limits=Resources(200, 400))
@@ -163,3 +163,16 @@ def test_integer_cpu_annotations() -> None:
 def test_vpa_updates_value() -> None:
     value = ann.format_vpa_updates("web", ["container 0: cpu request, memory request", "container 1: "])
     assert value == "Pod resources updated by web: container 0: cpu request, memory request; container 1: "
+
+
+def test_condition_lookups_keep_order() -> None:
+    in_progress = PodCondition("PodResizeInProgress", "True")
+    pending = PodCondition("PodResizePending", "False", "Deferred")
+    ready = PodCondition("Ready", "True", last_transition_time=5.0)
+    pod = PodView("ns", "p", conditions=(in_progress, ready, pending))
+    assert pod.resize_in_progress is in_progress
+    assert pod.resize_pending is pending
+    assert pod.ready is ready
+    assert pod.condition("PodScheduled") is None
+    assert pod.conditions[0] is in_progress
+    assert PodView("ns", "p").ready is None
