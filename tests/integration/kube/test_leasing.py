@@ -289,3 +289,25 @@ async def test_renewer_runs_on_its_interval(cluster: SimCluster, clock: VirtualC
                 await task
     path = lease_path(NAMESPACE, "vpa-admission-controller")
     assert path == "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/vpa-admission-controller"
+
+
+async def test_lead_that_fails_releases_the_lease_and_reraises(
+    cluster: SimCluster, clock: VirtualClock
+) -> None:
+    async with candidates(cluster, clock, "a") as (a,):
+
+        async def crash() -> None:
+            await clock.sleep(5)
+            raise RuntimeError("the leader's loop crashed")
+
+        with pytest.raises(RuntimeError, match="crashed"):
+            await asyncio.wait_for(a.elector.run(crash), 10)
+        assert not a.elector.is_leader
+        assert lease_spec(cluster)["holderIdentity"] == ""
+
+        async def finish() -> None:
+            await clock.sleep(1)
+
+        await asyncio.wait_for(a.elector.run(finish), 10)
+        assert lease_spec(cluster)["holderIdentity"] == ""
+        assert a.elector.transitions_seen == 2

@@ -344,3 +344,43 @@ async def test_watch_errors_back_off_and_recover(
         assert fault.hits == 3
         assert cache.stats.errors == 3
         await wait_cache_equals_server(cache, client)
+
+
+async def test_pod_cache_with_the_production_converter(
+    cluster: SimCluster, client: KubeClient, clock: VirtualClock
+) -> None:
+    from tests.builders import make_pod
+    from vpa.kube.converting import Interner, pod_from_dict
+    from vpa.model.pod import PodView
+
+    interner = Interner()
+
+    def owner_keys(pod: PodView) -> list[str]:
+        return [f"{pod.namespace}/{pod.owner.kind}/{pod.owner.name}"] if pod.owner else []
+
+    for i in range(6):
+        raw = make_pod(f"web-{i}", namespace="ns-a" if i < 4 else "ns-b", owner_name=f"web-{i % 2}")
+        raw["metadata"].pop("resourceVersion", None)
+        raw["metadata"].pop("uid", None)
+        await cluster.store.create("pods", raw)
+    cache: WatchCache[PodView] = WatchCache(
+        client, clock, "/api/v1/pods", lambda obj: pod_from_dict(obj, interner=interner), name="pods"
+    )
+    cache.add_index("namespace", lambda pod: [pod.namespace])
+    cache.add_index("owner", owner_keys)
+    task = asyncio.create_task(cache.run())
+    try:
+        await asyncio.wait_for(cache.wait_synced(), 10)
+        assert len(cache) == 6
+        assert {p.name for p in cache.by_index("owner", "ns-a/ReplicaSet/web-0")} == {"web-0", "web-2"}
+        assert {p.name for p in cache.by_index("namespace", "ns-b")} == {"web-4", "web-5"}
+        await cluster.store.delete("pods", "ns-a", "web-2", grace_period_s=0)
+        await eventually(lambda: cache.get("ns-a", "web-2") is None, what="the pod deletion")
+        assert {p.name for p in cache.by_index("owner", "ns-a/ReplicaSet/web-0")} == {"web-0"}
+        pod = cache.get("ns-a", "web-0")
+        assert pod is not None
+        assert pod.containers[0].name == "app"
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
