@@ -10,6 +10,8 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.builders import (
     BASE_TIME,
@@ -942,3 +944,69 @@ def test_owner_ref_is_the_controller() -> None:
     assert pod_from_dict(pod, interner=Interner()).owner == OwnerRef(
         "apps/v1", "StatefulSet", "db", "2", True
     )
+
+
+# --- robustness: any damage gives a view or a ConversionError, never another exception ----------------
+
+_json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=True)
+    | st.text(max_size=12),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=6,
+)
+
+
+def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [prefix]
+    if isinstance(node, dict):
+        for key, value in node.items():
+            out.extend(_paths(value, (*prefix, key)))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            out.extend(_paths(value, (*prefix, index)))
+    return out
+
+
+def _damage(obj: dict[str, Any], path: tuple[Any, ...], value: Any) -> dict[str, Any]:
+    if not path:
+        return value  # type: ignore[no-any-return]
+    damaged = copy.deepcopy(obj)
+    node: Any = damaged
+    for step in path[:-1]:
+        node = node[step]
+    node[path[-1]] = value
+    return damaged
+
+
+_FULL_VPA = _full_vpa()
+_VPA_PATHS = _paths(_FULL_VPA)
+_FULL_POD = _resizing_pod()
+_POD_PATHS = [p for p in _paths(_FULL_POD) if "managedFields" not in p]
+
+
+def _failure_field(convert: Callable[[Any], object], obj: Any) -> str | None:
+    """Convert; return None on success, the error's field on ConversionError (anything else propagates)."""
+    try:
+        convert(obj)
+    except ConversionError as err:
+        return err.field
+    return None
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from(_VPA_PATHS), _json_values)
+def test_damaged_vpa_never_crashes(path: tuple[Any, ...], value: Any) -> None:
+    field = _failure_field(vpa_from_dict, _damage(_FULL_VPA, path, value))
+    assert field is None or field != ""
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from(_POD_PATHS), _json_values)
+def test_damaged_pod_never_crashes(path: tuple[Any, ...], value: Any) -> None:
+    field = _failure_field(
+        lambda obj: pod_from_dict(obj, interner=Interner()), _damage(_FULL_POD, path, value)
+    )
+    assert field is None or field != ""
