@@ -73,8 +73,10 @@ class ContainerView:
 class ContainerStatusView:
     """`status.containerStatuses[]` (or `initContainerStatuses[]`), trimmed. Times are Unix seconds.
 
+    `started_at` is when the current run started (`state.running.startedAt`, or `state.terminated.startedAt`).
     `state` is `running`, `waiting`, `terminated` or "" (unknown); `state_reason` and `state_finished_at`
-    describe a waiting/terminated current state; `last_terminated_*` describe `lastState.terminated`.
+    describe a waiting/terminated current state; `last_terminated_*` describe `lastState.terminated`
+    (quick-OOM detection compares its `finishedAt − startedAt` with a threshold).
     `allocated` is `allocatedResources`; `actual_requests`/`actual_limits` are `resources.requests`/`limits`
     (what the kubelet actually configured); None means the field was absent.
     """
@@ -82,16 +84,16 @@ class ContainerStatusView:
     name: str
     ready: bool = False
     restart_count: int = 0
-    state: str = ""
     started_at: float | None = None
-    state_reason: str | None = None
-    state_finished_at: float | None = None
     last_terminated_reason: str | None = None
-    last_terminated_started_at: float | None = None
     last_terminated_at: float | None = None
     allocated: Resources | None = None
     actual_requests: Resources | None = None
     actual_limits: Resources | None = None
+    state: str = ""
+    state_reason: str | None = None
+    state_finished_at: float | None = None
+    last_terminated_started_at: float | None = None
 
     @property
     def actual(self) -> Resources | None:
