@@ -99,3 +99,27 @@ async def test_pending_pods_have_no_metrics_and_defaults_cover_the_rest() -> Non
         assert usage(body) == {"cpu": "200m", "memory": f"{100 * 1024}Ki"}
         code, _ = await pod_metrics(http, "waits")
         assert code == 404
+
+
+async def test_repeated_oom_kills_back_off_like_crash_loop() -> None:
+    async with sim("1.35") as (cluster, http):
+        # 500Mi + 1Mi per second against a 512Mi limit: killed 13 s after every start.
+        fast = {"app": {"memory": {"type": "leak", "start": "500Mi", "per_hour": "3600Mi"}}}
+        await create_pod(cluster, pod("crashy", annotations={ANNOTATION: json.dumps(fast)}))
+        await cluster.advance(30)
+        status = cstatus(cluster.store.get("pods", "default", "crashy"))  # type: ignore[arg-type]
+        # Kill at 13 s restarts at once; kill at 26 s waits 10 s.
+        assert status["restartCount"] == 2
+        assert status["state"]["waiting"]["reason"] == "CrashLoopBackOff"
+        assert status["ready"] is False
+        assert status["lastState"]["terminated"]["finishedAt"] == "2026-01-01T00:00:26Z"
+        code, body = await pod_metrics(http, "crashy")
+        assert code == 200
+        assert body["containers"] == []
+        await cluster.advance(
+            100
+        )  # restart at 36 s, kill at 49 s, back-off 20 s, restart 69 s, kill 82 s, 40 s
+        status = cstatus(cluster.store.get("pods", "default", "crashy"))  # type: ignore[arg-type]
+        assert status["restartCount"] == 4
+        assert status["lastState"]["terminated"]["finishedAt"] == "2026-01-01T00:01:22Z"
+        assert status["state"]["running"]["startedAt"] == "2026-01-01T00:02:02Z"

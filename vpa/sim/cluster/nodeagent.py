@@ -50,6 +50,7 @@ from vpa.sim.contracts import ApiError, JsonObj, Store
 RUN_SECONDS_ANNOTATION = "sim.vpa.dev/run-seconds"
 _OOM_SCAN_STEP_S = 5.0
 _OOM_HORIZON_S = 6 * 3600.0
+_BACKOFF_RESET_S = 600.0
 
 
 def rfc3339(t: float) -> str:
@@ -118,6 +119,7 @@ class ContainerRun:
     last_terminated: JsonObj | None = None
     terminated: JsonObj | None = None  # set when the container exited for good
     waiting_until: float | None = None  # crash back-off
+    crashes: int = 0  # consecutive crashes (for the back-off)
 
     # Parsed (requests, limits) of `allocated` / `actual`, recomputed when those dicts are replaced (they are
     # never changed in place).
@@ -715,8 +717,7 @@ class NodeAgent:
             self._handle_resize(pod, run, node, now)
             for c in run.containers.values():
                 if c.waiting_until is not None and c.waiting_until <= now:
-                    c.waiting_until = None
-                    c.started_at = now
+                    c.waiting_until = None  # started_at already is the end of the back-off
                     self._arm_oom(pod, run, c)
         await self._write_status(pod, run)
 
@@ -972,8 +973,14 @@ class NodeAgent:
             "containerID": c.container_id(run.uid),
         }
         c.restart_count += 1
-        backoff = 0.0 if resize else self.options.crash_backoff_s * (2 ** min(c.restart_count - 1, 5))
-        backoff = min(backoff, 300.0)
+        # Kubelet crash back-off: the first crash restarts at once, then base·2^(n−2) capped at 5 min; a
+        # container that ran 10 minutes starts over. Restarts the kubelet itself asked for have no back-off.
+        if resize:
+            backoff = 0.0
+        else:
+            c.crashes = 1 if at - c.started_at >= _BACKOFF_RESET_S else c.crashes + 1
+            base = self.options.crash_backoff_s
+            backoff = 0.0 if c.crashes <= 1 or base <= 0 else min(300.0, base * 2 ** min(c.crashes - 2, 10))
         c.started_at = at + backoff
         if backoff > 0:
             c.waiting_until = at + backoff

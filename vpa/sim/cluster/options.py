@@ -29,8 +29,9 @@ class ClusterOptions:
     kubelet_retry_s: float = 60.0
     # How long a Job's pods run before succeeding, unless annotated `sim.vpa.dev/run-seconds`.
     job_run_s: float = 60.0
-    # Kubelet back-off before restarting a crashed (OOM-killed) container: 0 restarts at once.
-    crash_backoff_s: float = 0.0
+    # Kubelet crash back-off base: after the first (immediate) restart, crashes wait base·2^(n−2) seconds,
+    # capped at 300 s, reset after 10 minutes of running (CrashLoopBackOff). 0 restarts at once.
+    crash_backoff_s: float = 10.0
     # Usage of containers without a profile: this fraction of the request (or the limit).
     default_usage_fraction: float = 0.5
     # metrics.k8s.io: samples are taken at multiples of the resolution; `window` is reported as is.
