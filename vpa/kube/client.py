@@ -308,6 +308,28 @@ class KubeClient:
         )
         return cls(api, clock, options, on_request=on_request)
 
+    def derive(
+        self,
+        *,
+        limiter: TokenBucket | None = None,
+        options: ClientOptions | None = None,
+        on_request: Callable[[str, int], None] | None = None,
+    ) -> KubeClient:
+        """A client on the same connection pool and credentials with its own limiter and options.
+
+        Give leader election its own (unlimited) limiter, as client-go does, so a burst of writes can
+        never queue a lease renewal past its deadline. Close only the original client.
+        """
+        options = options or self.options
+        return KubeClient(
+            self._api,
+            self._clock,
+            options,
+            limiter=limiter or TokenBucket(options.qps, options.burst, self._clock),
+            rng=self._rng,
+            on_request=on_request or self._on_request,
+        )
+
     @property
     def api_client(self) -> k8s_client.ApiClient:
         """The underlying kubernetes-asyncio client, for the rare call that wants generated models."""

@@ -57,6 +57,18 @@ class WatchStats:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
+def counter_observer(counter: Any) -> Callable[[str, str, int], None]:
+    """An `observer` that increments a `prometheus_client.Counter` with labels `cache` and `event`.
+
+    The caller creates the counter (on whichever registry it owns); nothing is registered here.
+    """
+
+    def observe(cache: str, what: str, n: int) -> None:
+        counter.labels(cache=cache, event=what).inc(n)
+
+    return observe
+
+
 class _Stalled(Exception):
     """The watchdog fired: no event or bookmark for too long."""
 

@@ -254,3 +254,21 @@ async def test_stream_lines_and_gone(tmp_path: Path) -> None:
             with pytest.raises(Gone):
                 async for _ in client.stream_lines("/api/v1/pods", {"watch": "1", "resourceVersion": "1"}):
                     pass
+
+
+async def test_derived_client_shares_the_session_with_its_own_limiter(tmp_path: Path) -> None:
+    clock = RecordingClock()
+    async with ScriptedServer() as server:
+        path = write_kubeconfig(tmp_path, server.url)
+        api = await build_api_client(kubeconfig=str(path))
+        async with KubeClient(api, clock, limiter=TokenBucket(1.0, 1, clock)) as client:
+            leases = client.derive(limiter=TokenBucket.unlimited(clock))
+            assert leases.api_client is client.api_client
+            await client.get("/api/v1/pods")  # takes the shared client's only token
+            for _ in range(5):
+                await leases.get("/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/l")
+            assert clock.sleeps == []  # the lease client never waited behind the busy one
+            await client.get("/api/v1/pods")
+            assert clock.sleeps == pytest.approx([1.0], abs=1e-3)
+    assert len(server.received) == 7
+    assert all(r.headers["authorization"] == "Bearer s3cret" for r in server.received)
