@@ -16,7 +16,7 @@ def obj(name: str, uid: str, rv: int, owner: str | None = None) -> dict[str, Any
     return {"metadata": md}
 
 
-# Each step: (object, deleted). Expected: the resourceVersion cached for ("ns", "a") at the end (None = absent).
+# Each step: (object, deleted). Expected: the cached resourceVersion of ("ns", "a") at the end (None: absent).
 CASES: list[tuple[str, list[tuple[dict[str, Any], bool]], str | None]] = [
     ("newer-wins", [(obj("a", "u1", 5), False), (obj("a", "u1", 7), False)], "7"),
     ("late-older-event-ignored", [(obj("a", "u1", 7), False), (obj("a", "u1", 5), False)], "7"),
