@@ -298,6 +298,9 @@ class ClusterState:
                 del self._aggregates_by_namespace[key.namespace]
             for vpa in self._vpas_by_namespace.get(key.namespace, {}).values():
                 vpa.aggregates.pop(key, None)
+        # Forget interned label sets no pod or aggregate uses any more (label churn from rollouts).
+        live = {pod.labels for pod in self._pods.values()} | {key.labels for key in self._aggregates}
+        self._label_sets = {labels: labels for labels in live}
         return doomed
 
     def maybe_garbage_collect(self, now: float, pods_with_live_controller: Collection[PodId] = frozenset(),
