@@ -301,6 +301,7 @@ class WatchCache(Generic[T]):
                 page_size = 0
                 continue
             metadata = self._parse_page(raw, items, rvs)
+            del raw  # a page can be megabytes: do not hold it while the next one downloads
             continue_token = metadata.get("continue") or None
             if not continue_token:
                 return items, rvs, str(metadata.get("resourceVersion") or "")
@@ -314,7 +315,6 @@ class WatchCache(Generic[T]):
         gc.disable()
         try:
             document = orjson.loads(raw)
-            del raw
             if not isinstance(document, dict):
                 raise ApiError(0, "BadList", f"LIST {self._path} did not return an object")
             for obj in document.get("items") or ():
