@@ -47,11 +47,13 @@ def resource_list(draw: st.DrawFn) -> JSON | None:
 
 @st.composite
 def scenario(draw: st.DrawFn) -> tuple[JSON, JSON, list[JSON], AdmissionOptions]:
-    container_lr = {
+    drawn_default: JSON | None = draw(resource_list())
+    default_limits: JSON = drawn_default or {}
+    container_lr: JSON = {
         "type": "Container",
         "min": draw(resource_list()),
         "max": draw(resource_list()),
-        "default": draw(resource_list()),
+        "default": default_limits or None,
     }
     pod_lr = {"type": "Pod", "min": draw(resource_list()), "max": draw(resource_list())}
     containers = []
@@ -65,7 +67,7 @@ def scenario(draw: st.DrawFn) -> tuple[JSON, JSON, list[JSON], AdmissionOptions]
             limit = None
             if draw(st.booleans()):
                 limit = (request or draw(strategy)) * draw(st.integers(1, 4)) + draw(st.integers(0, 100))
-            default = (container_lr["default"] or {}).get(resource)
+            default = default_limits.get(resource)
             if limit is None and default is not None:  # LimitRanger: default limit (and request at most it)
                 limit = Quantity.parse(default).millis if resource == "cpu" else Quantity.parse(default).value
             if limit is not None and (request is None or request > limit):
