@@ -151,12 +151,15 @@ def _bound(work: _Working, which: int) -> Amounts:
     return work.upper if which == 0 else work.target if which == 1 else work.lower
 
 
-def apply_pod_limit_range(containers: list[_Working], item: LimitRangeItemView) -> None:
+def apply_pod_limit_range(
+    containers: list[_Working], item: LimitRangeItemView, *, bounds: bool = True
+) -> None:
     """Scale recommendations in place so the pod's sums respect a `Pod` LimitRange item (spec §5.4 step 1).
 
-    Order as upstream: upper bound, target, lower bound; CPU before memory.
+    Order as upstream: upper bound, target, lower bound; CPU before memory. Each bound is scaled on its own,
+    so `bounds=False` (target only) gives the same target.
     """
-    for which in (0, 1, 2):
+    for which in (0, 1, 2) if bounds else (1,):
         for r, resource in enumerate(RESOURCE_NAMES):
             minimum = (item.min.get(resource) if item.min is not None else None) or 0
             maximum = (item.max.get(resource) if item.max is not None else None) or 0
@@ -283,9 +286,13 @@ class CappedRecommendation:
 
 
 def cap_pod_recommendations(
-    pod: PodView, vpa: VpaView, limits: NamespaceLimits
+    pod: PodView, vpa: VpaView, limits: NamespaceLimits, *, bounds: bool = True
 ) -> tuple[CappedRecommendation | None, ...]:
-    """Steps 1-3 of spec §5.4: one entry per `pod.containers` (None = no recommendation for it)."""
+    """Steps 1-3 of spec §5.4: one entry per `pod.containers` (None = no recommendation for it).
+
+    With `bounds=False` only the target is processed (the lower/upper bounds come back unprocessed and
+    empty): admission patches only use the target, and every step treats the bounds independently.
+    """
     recommendation = vpa.recommendation
     if recommendation is None or not recommendation.containers:
         return (None,) * len(pod.containers)
@@ -304,14 +311,14 @@ def cap_pod_recommendations(
                 current_limits=pod.current_limits(container.name),
                 recommended=rec is not None,
                 target=_controlled(rec.target, policy) if rec is not None else [None, None],
-                lower=_controlled(rec.lower_bound, policy) if rec is not None else [None, None],
-                upper=_controlled(rec.upper_bound, policy) if rec is not None else [None, None],
+                lower=_controlled(rec.lower_bound, policy) if rec is not None and bounds else [None, None],
+                upper=_controlled(rec.upper_bound, policy) if rec is not None and bounds else [None, None],
             )
         )
     if not any(work.recommended for work in containers):
         return (None,) * len(pod.containers)
     if limits.pod is not None:
-        apply_pod_limit_range(containers, limits.pod)
+        apply_pod_limit_range(containers, limits.pod, bounds=bounds)
     out: list[CappedRecommendation | None] = []
     for work in containers:
         if not work.recommended:
@@ -323,8 +330,9 @@ def cap_pod_recommendations(
         )
         notes: list[str] = []
         _cap_container(work.target, work, limits.container, requests_only, notes)
-        _cap_container(work.lower, work, limits.container, requests_only, None)
-        _cap_container(work.upper, work, limits.container, requests_only, None)
+        if bounds:
+            _cap_container(work.lower, work, limits.container, requests_only, None)
+            _cap_container(work.upper, work, limits.container, requests_only, None)
         out.append(
             CappedRecommendation(
                 target=_resources(work.target),
@@ -370,7 +378,7 @@ def container_resources_for_pod(
     every entry is `EMPTY` (only a startup boost may apply; see `vpa.logic.patches`)."""
     if vpa.effective_mode is UpdateMode.OFF:
         return (EMPTY,) * len(pod.containers)
-    capped = cap_pod_recommendations(pod, vpa, limits)
+    capped = cap_pod_recommendations(pod, vpa, limits, bounds=False)
     default_limits = limits.container.default if limits.container is not None else None
     out: list[ContainerResources] = []
     for container, rec in zip(pod.containers, capped, strict=True):

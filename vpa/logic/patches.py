@@ -25,6 +25,7 @@ Must not: choose the VPA (that is `vpa.logic.matching`), compute recommendations
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -97,6 +98,7 @@ def annotation_patch(key: str, value: str) -> Patch:
     return {"op": "add", "path": f"/metadata/annotations/{escape_pointer(key)}", "value": value}
 
 
+@functools.lru_cache(maxsize=4096)  # recommendations repeat across replicas: format each amount once
 def _quantity_text(resource: str, amount: int) -> str:
     if resource == CPU:
         return quantity.format_cpu_millicores(amount)

@@ -14,7 +14,13 @@ import pytest
 
 from tests.builders import make_container, make_pod, make_recommendation, make_vpa
 from vpa.kube.converting import pod_from_dict, vpa_from_dict
-from vpa.logic.capping import MAX_INT64, boundary_request, container_resources_for_pod, proportional_limit
+from vpa.logic.capping import (
+    MAX_INT64,
+    boundary_request,
+    cap_pod_recommendations,
+    container_resources_for_pod,
+    proportional_limit,
+)
 from vpa.logic.limitranges import NO_LIMITS, NamespaceLimits, namespace_limits
 from vpa.logic.patches import AdmissionOptions, escape_pointer, pod_patch, pod_shape
 from vpa.model.features import FeatureGates
@@ -667,3 +673,29 @@ def test_boundary_request(args: tuple[int | None, ...], expected: int) -> None:
 )
 def test_escape_pointer(segment: str, escaped: str) -> None:
     assert escape_pointer(segment) == escaped
+
+
+def test_bounds_are_capped_like_the_target_without_notes() -> None:
+    # RequestsOnly with a 500m limit and policy minAllowed 100m: target 300m stays, upper 900m → 500m,
+    # lower 50m → 100m; only the target's capping would produce notes (none here).
+    raw_pod = admission_pod(container(cpu_request="200m", cpu_limit="500m"))
+    raw_vpa = vpa_json(
+        make_recommendation(
+            "app", target={"cpu": "300m"}, lower_bound={"cpu": "50m"}, upper_bound={"cpu": "900m"}
+        ),
+        policies=[
+            {"containerName": "app", "controlledValues": "RequestsOnly", "minAllowed": {"cpu": "100m"}}
+        ],
+    )
+    [capped] = cap_pod_recommendations(pod_from_dict(raw_pod), vpa_from_dict(raw_vpa), NO_LIMITS)
+    assert capped is not None
+    assert (
+        capped.target.cpu_millicores,
+        capped.lower_bound.cpu_millicores,
+        capped.upper_bound.cpu_millicores,
+    ) == (
+        300,
+        100,
+        500,
+    )
+    assert capped.notes == ()
