@@ -536,18 +536,41 @@ class KubeClient:
 
     # --------------------------------------------------------------------------------- typed helpers
 
-    async def get(self, path: str, *, query: Query | None = None, timeout_s: float | None = None) -> JsonObj:
-        return (await self.request_json("GET", path, query=query, timeout_s=timeout_s))[1]
+    async def get(
+        self,
+        path: str,
+        *,
+        query: Query | None = None,
+        timeout_s: float | None = None,
+        max_retries: int | None = None,
+    ) -> JsonObj:
+        return (
+            await self.request_json("GET", path, query=query, timeout_s=timeout_s, max_retries=max_retries)
+        )[1]
 
-    async def create(self, path: str, body: JsonObj, *, timeout_s: float | None = None) -> JsonObj:
-        """POST to a collection. Not retried on 5xx/transport errors (it might have been applied)."""
-        return (await self.request_json("POST", path, body=body, timeout_s=timeout_s))[1]
+    async def create(
+        self, path: str, body: JsonObj, *, timeout_s: float | None = None, max_retries: int | None = None
+    ) -> JsonObj:
+        """POST to a collection. Not retried on 5xx/transport errors (it might have been applied).
 
-    async def replace(self, path: str, body: JsonObj, *, timeout_s: float | None = None) -> JsonObj:
+        A 429 is retried (the server did not act); pass `max_retries=0` where a 429 is an answer, such as
+        an eviction refused by a PodDisruptionBudget.
+        """
+        return (
+            await self.request_json("POST", path, body=body, timeout_s=timeout_s, max_retries=max_retries)
+        )[1]
+
+    async def replace(
+        self, path: str, body: JsonObj, *, timeout_s: float | None = None, max_retries: int | None = None
+    ) -> JsonObj:
         """PUT an object; with `metadata.resourceVersion` set a stale copy raises `Conflict`."""
-        return (await self.request_json("PUT", path, body=body, timeout_s=timeout_s))[1]
+        return (
+            await self.request_json("PUT", path, body=body, timeout_s=timeout_s, max_retries=max_retries)
+        )[1]
 
-    async def merge_patch(self, path: str, patch: JsonObj, *, timeout_s: float | None = None) -> JsonObj:
+    async def merge_patch(
+        self, path: str, patch: JsonObj, *, timeout_s: float | None = None, max_retries: int | None = None
+    ) -> JsonObj:
         """JSON merge patch (RFC 7386): the only object-patch type custom resources accept.
 
         Retried like an idempotent call: applying the same merge patch twice gives the same object.
@@ -559,6 +582,7 @@ class KubeClient:
                 body=patch,
                 content_type=CONTENT_MERGE_PATCH,
                 timeout_s=timeout_s,
+                max_retries=max_retries,
                 idempotent=True,
             )
         )[1]
@@ -570,6 +594,7 @@ class KubeClient:
         *,
         timeout_s: float | None = None,
         idempotent: bool = False,
+        max_retries: int | None = None,
     ) -> JsonObj:
         """JSON patch (RFC 6902). Not retried on 5xx/transport errors unless the caller says it is safe."""
         return (
@@ -579,12 +604,13 @@ class KubeClient:
                 body=operations,
                 content_type=CONTENT_JSON_PATCH,
                 timeout_s=timeout_s,
+                max_retries=max_retries,
                 idempotent=idempotent,
             )
         )[1]
 
     async def strategic_merge_patch(
-        self, path: str, patch: JsonObj, *, timeout_s: float | None = None
+        self, path: str, patch: JsonObj, *, timeout_s: float | None = None, max_retries: int | None = None
     ) -> JsonObj:
         """Strategic merge patch: built-in kinds only (never custom resources)."""
         return (
@@ -594,14 +620,22 @@ class KubeClient:
                 body=patch,
                 content_type=CONTENT_STRATEGIC_MERGE_PATCH,
                 timeout_s=timeout_s,
+                max_retries=max_retries,
                 idempotent=True,
             )
         )[1]
 
     async def delete(
-        self, path: str, *, body: JsonObj | None = None, timeout_s: float | None = None
+        self,
+        path: str,
+        *,
+        body: JsonObj | None = None,
+        timeout_s: float | None = None,
+        max_retries: int | None = None,
     ) -> JsonObj:
-        return (await self.request_json("DELETE", path, body=body, timeout_s=timeout_s))[1]
+        return (
+            await self.request_json("DELETE", path, body=body, timeout_s=timeout_s, max_retries=max_retries)
+        )[1]
 
     async def patch_custom_object(
         self,
@@ -614,7 +648,8 @@ class KubeClient:
         *,
         subresource: str | None = None,
         timeout_s: float | None = None,
+        max_retries: int | None = None,
     ) -> JsonObj:
         """Merge-patch a namespaced custom object, or its `/status` with `subresource="status"`."""
         path = api_path(group, version, plural, namespace=namespace, name=name, subresource=subresource)
-        return await self.merge_patch(path, patch, timeout_s=timeout_s)
+        return await self.merge_patch(path, patch, timeout_s=timeout_s, max_retries=max_retries)

@@ -262,7 +262,10 @@ class WatchCache(Generic[T]):
     def _count(self, what: str, n: int = 1) -> None:
         setattr(self.stats, what, getattr(self.stats, what) + n)
         if self._observer is not None:
-            self._observer(self.name, what, n)
+            try:
+                self._observer(self.name, what, n)
+            except Exception:  # a metrics hook must never take the cache down
+                log.exception("watch_cache_observer_failed", cache=self.name, counter=what)
 
     def _selectors(self, query: dict[str, str | int | bool]) -> dict[str, str | int | bool]:
         if self._label_selector:

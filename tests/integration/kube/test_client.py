@@ -272,3 +272,17 @@ async def test_derived_client_shares_the_session_with_its_own_limiter(tmp_path: 
             assert clock.sleeps == pytest.approx([1.0], abs=1e-3)
     assert len(server.received) == 7
     assert all(r.headers["authorization"] == "Bearer s3cret" for r in server.received)
+
+
+async def test_eviction_style_429_can_be_returned_at_once(tmp_path: Path) -> None:
+    clock = RecordingClock()
+    async with ScriptedServer() as server:
+        server.then(429, status_body(429, "TooManyRequests", "Cannot evict pod", retryAfterSeconds=10))
+        async with await make_client(tmp_path, server, clock) as client:
+            with pytest.raises(TooManyRequests) as caught:
+                await client.create(
+                    "/api/v1/namespaces/ns/pods/p/eviction", {"kind": "Eviction"}, max_retries=0
+                )
+    assert caught.value.retry_after_s == 10.0
+    assert len(server.received) == 1
+    assert clock.sleeps == []
