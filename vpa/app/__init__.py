@@ -16,6 +16,7 @@ import uvloop
 
 from vpa.app import logs
 from vpa.app.runtime import ComponentSpec, Runtime
+from vpa.components.context import ComponentContext
 from vpa.model.settings import RunSettings
 
 __all__ = ["ComponentSpec", "Runtime", "build_components", "run"]
@@ -23,7 +24,7 @@ __all__ = ["ComponentSpec", "Runtime", "build_components", "run"]
 log = structlog.get_logger(__name__)
 
 
-async def _hold_leadership() -> None:
+async def _hold_leadership(_: ComponentContext) -> None:
     """Elected work of a component whose loop is not part of this build: keep the Lease, do nothing else."""
     await asyncio.Event().wait()
 

@@ -8,7 +8,8 @@ elected component), supervising the root tasks (a crash of any of them stops the
 servers stop, the client closes.
 
 Components (recommender, updater, admission controller) plug in through `ComponentSpec`: a name, whether it
-is leader-elected (and with which lease settings), and the coroutine to run. Elected work runs only while
+is leader-elected (and with which lease settings), and the coroutine to run, which receives a
+`ComponentContext` with the shared objects once the caches have synced. Elected work runs only while
 this process holds that component's Lease; on losing it the work is cancelled and the process campaigns
 again (upstream exits instead; we stay up because the same process also serves the webhook).
 
@@ -37,6 +38,7 @@ from prometheus_client import (
 
 from vpa import __version__
 from vpa.components import health
+from vpa.components.context import ComponentContext
 from vpa.kube import converting
 from vpa.kube.client import ClientOptions, KubeClient, api_path
 from vpa.kube.clocking import SimClock
@@ -59,7 +61,7 @@ class ComponentSpec:
     """A component as the runtime sees it. `lease` set → runs only while holding that Lease."""
 
     name: str
-    work: Callable[[], Awaitable[None]]
+    run: Callable[[ComponentContext], Awaitable[None]]
     lease: LeaderElectionSettings | None = None
 
 
@@ -270,15 +272,36 @@ class Runtime:
                 for sig in (signal.SIGTERM, signal.SIGINT):
                     loop.remove_signal_handler(sig)
 
-    async def _run_component(self, spec: ComponentSpec) -> None:
+    def context(self) -> ComponentContext:
+        """The shared objects handed to every component (valid once the runtime is built)."""
+        assert self.client is not None
         assert self.caches is not None
+        assert self.health_state is not None
+        assert self.events is not None
+        return ComponentContext(
+            settings=self.settings,
+            client=self.client,
+            clock=self.clock,
+            registry=self.registry,
+            health=self.health_state,
+            events=self.events,
+            pods=self.caches.pods,
+            vpas=self.caches.vpas,
+        )
+
+    async def _run_component(self, spec: ComponentSpec) -> None:
         await self._wait_synced()
+        context = self.context()
+
+        async def work() -> None:
+            await spec.run(context)
+
         if spec.lease is None or not spec.lease.leader_elect:
-            await spec.work()
+            await work()
             return
         elector = self._elector(spec.name, spec.lease)
         self.electors[spec.name] = elector
-        await elector.run_forever(spec.work)
+        await elector.run_forever(work)
 
     async def _wait_synced(self) -> None:
         assert self.caches is not None
