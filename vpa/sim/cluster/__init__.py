@@ -18,13 +18,14 @@ from vpa.sim.cluster.metrics import Metrics
 from vpa.sim.cluster.nodeagent import NodeAgent
 from vpa.sim.cluster.options import ClusterOptions
 from vpa.sim.cluster.podapi import PodApi
+from vpa.sim.cluster.profiles import ANNOTATION as USAGE_ANNOTATION
 from vpa.sim.cluster.profiles import UsageProfile, parse_profile
 from vpa.sim.cluster.runtime import Runtime
 from vpa.sim.cluster.usage import UsageRegistry
 from vpa.sim.cluster.workloads import Controllers
 from vpa.sim.contracts import HookRegistry, Store
 
-__all__ = ["ClusterBehaviour", "ClusterOptions", "UsageProfile", "parse_profile"]
+__all__ = ["USAGE_ANNOTATION", "ClusterBehaviour", "ClusterOptions", "UsageProfile", "parse_profile"]
 
 
 class ClusterBehaviour:
