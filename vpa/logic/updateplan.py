@@ -59,6 +59,7 @@ from vpa.logic.restrictions import GroupKey, GroupProblem, ReplicaGroup, build_g
 from vpa.model import annotations as ann
 from vpa.model.features import FeatureGates
 from vpa.model.pod import PodView
+from vpa.model.resources import Resources
 from vpa.model.settings import UpdaterSettings
 from vpa.model.vpa import Recommendation, RecommendedContainerResources, UpdateMode, VpaView
 
@@ -95,7 +96,7 @@ class VpaPlan:
     skipped: tuple[PodDecision, ...] = ()
 
     @property
-    def record_infeasible(self) -> tuple[tuple[str, Mapping[str, object]], ...]:
+    def record_infeasible(self) -> tuple[tuple[str, Mapping[str, Resources]], ...]:
         """(pod uid, attempt) pairs the loop should record in its `InfeasibleAttempts`."""
         return tuple(
             (d.pod.uid, d.record_infeasible) for d in self.skipped if d.record_infeasible is not None
