@@ -341,8 +341,7 @@ class Reason(enum.StrEnum):
     QOS_CHANGE = "QoSClassWouldChange"
 
 
-@dataclass(frozen=True, slots=True)
-class PodDecision:
+class PodDecision(NamedTuple):
     """One pod's verdict for this pass. `changes` are set for resizes; `record_infeasible` asks the loop to
     record an infeasible attempt (InPlace mode, `PodResizePending/Infeasible` seen); `detail` adds context
     (the resize state, the rule that was not met...)."""

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Final, NamedTuple
 
 from vpa.model import annotations as ann
@@ -55,6 +54,8 @@ class ContainerTarget(NamedTuple):
     container_index: int
     name: str
     controlled: tuple[str, ...]
+    controls_cpu: bool
+    controls_memory: bool
     requests_only: bool
     recommendation: RecommendedContainerResources
     requests: Resources
@@ -62,8 +63,7 @@ class ContainerTarget(NamedTuple):
     limits: Resources
 
 
-@dataclass(frozen=True, slots=True)
-class PodPriority:
+class PodPriority(NamedTuple):
     scale_up: bool
     outside_range: bool
     resource_diff: float
@@ -172,7 +172,19 @@ def considered_containers(
             limits = container.limits
         if requests_only:
             rec = _capped(rec, limits)
-        out.append(ContainerTarget(index, name, controlled, requests_only, rec, requests, limits))
+        out.append(
+            ContainerTarget(
+                index,
+                name,
+                controlled,
+                CPU in controlled,
+                MEMORY in controlled,
+                requests_only,
+                rec,
+                requests,
+                limits,
+            )
+        )
     return out
 
 
@@ -188,6 +200,63 @@ def compute_priority(
     `only` restricts the change to some (container, resource) pairs: the others count as if their target
     equalled their request (used to weigh a partial, disruption-free update on its own).
     """
+    if only is not None:
+        return _priority_of_part(targets, only)
+    # The hot path of a decision pass (every pod, every loop): cpu and memory unrolled, no dicts.
+    scale_up = outside = False
+    cpu_seen = memory_seen = False
+    cpu_request = cpu_target = memory_request = memory_target = 0
+    for t in targets:
+        rec = t.recommendation
+        target = rec.target
+        requests = t.requests
+        if t.controls_cpu:
+            recommended = target.cpu_millicores
+            if recommended is not None:
+                cpu_seen = True
+                cpu_target += recommended
+                request = requests.cpu_millicores
+                if request is None:
+                    scale_up = outside = True
+                else:
+                    cpu_request += request
+                    if recommended > request:
+                        scale_up = True
+                    lower = rec.lower_bound.cpu_millicores
+                    upper = rec.upper_bound.cpu_millicores
+                    if (lower is not None and request < lower) or (upper is not None and request > upper):
+                        outside = True
+        if t.controls_memory:
+            recommended = target.memory_bytes
+            if recommended is not None:
+                memory_seen = True
+                memory_target += recommended
+                request = requests.memory_bytes
+                if request is None:
+                    scale_up = outside = True
+                else:
+                    memory_request += request
+                    if recommended > request:
+                        scale_up = True
+                    lower = rec.lower_bound.memory_bytes
+                    upper = rec.upper_bound.memory_bytes
+                    if (lower is not None and request < lower) or (upper is not None and request > upper):
+                        outside = True
+    # upstream: |max(ΣRequest, 1) − ΣTarget| / max(ΣRequest, 1) per resource, in milli-units
+    diff = 0.0
+    if cpu_seen:
+        floored = cpu_request if cpu_request > 1 else 1
+        diff += abs(floored - cpu_target) / floored
+    if memory_seen:
+        floored = memory_request * _MILLI_PER_BYTE if memory_request > 0 else 1
+        diff += abs(floored - memory_target * _MILLI_PER_BYTE) / floored
+    if not scale_up and not outside and diff == 0.0:
+        return NO_PRIORITY
+    return PodPriority(scale_up, outside, diff)
+
+
+def _priority_of_part(targets: Sequence[ContainerTarget], only: Collection[tuple[str, str]]) -> PodPriority:
+    """`compute_priority` for part of the change (generic and slower; only partial updates use it)."""
     scale_up = outside = False
     request_sum: dict[str, int] = {}
     target_sum: dict[str, int] = {}
@@ -198,19 +267,19 @@ def compute_priority(
             if recommended is None:
                 continue
             request = target.requests.get(resource)
-            if only is not None and (target.name, resource) not in only:
+            included = (target.name, resource) in only
+            if not included:
                 if request is None:
                     continue
                 recommended = request
             target_sum[resource] = target_sum.get(resource, 0) + _milli(resource, recommended)
             if request is None:
-                # upstream treats a missing request as zero: both scale-up and outside the range
                 scale_up = outside = True
                 continue
             request_sum[resource] = request_sum.get(resource, 0) + _milli(resource, request)
             if recommended > request:
                 scale_up = True
-            if only is not None and (target.name, resource) not in only:
+            if not included:
                 continue
             lower = rec.lower_bound.get(resource)
             upper = rec.upper_bound.get(resource)
@@ -222,7 +291,7 @@ def compute_priority(
         diff += abs(total_request - total_target) / total_request
     if not scale_up and not outside and diff == 0.0:
         return NO_PRIORITY
-    return PodPriority(scale_up=scale_up, outside_range=outside, resource_diff=diff)
+    return PodPriority(scale_up, outside, diff)
 
 
 def oom_threshold_s(vpa: VpaView, settings: UpdaterSettings, per_vpa_config: bool) -> float:
@@ -265,11 +334,13 @@ class Trigger(enum.StrEnum):
 
     @property
     def accepts(self) -> bool:
-        return self in (Trigger.OUTSIDE_RANGE, Trigger.QUICK_OOM, Trigger.SIGNIFICANT_CHANGE)
+        # identity checks: this runs for every pod of every pass and enum hashing is slow
+        return (
+            self is Trigger.SIGNIFICANT_CHANGE or self is Trigger.OUTSIDE_RANGE or self is Trigger.QUICK_OOM
+        )
 
 
-@dataclass(frozen=True, slots=True)
-class Triggers:
+class Triggers(NamedTuple):
     """The verdicts for one pod: as a disruptive update (Recreate rules) and as a disruption-free one."""
 
     recreate: Trigger

@@ -28,7 +28,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, NamedTuple
 
 from vpa.model.pod import PodView
 from vpa.model.settings import UpdaterSettings
@@ -40,8 +40,7 @@ DAEMON_SET: Final = "DaemonSet"
 JOB: Final = "Job"
 
 
-@dataclass(frozen=True, slots=True)
-class GroupKey:
+class GroupKey(NamedTuple):
     """A direct controller owning pods: e.g. the ReplicaSet of a Deployment's pods."""
 
     namespace: str

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.unit.logic.test_updater_support import DAY, NOW, ctr, pod, rec, vpa
 from vpa.logic.priority import (
@@ -20,8 +24,9 @@ from vpa.logic.priority import (
     sort_key,
 )
 from vpa.model.pod import PodView
+from vpa.model.resources import Resources
 from vpa.model.settings import UpdaterSettings
-from vpa.model.vpa import VpaView
+from vpa.model.vpa import RecommendedContainerResources, VpaView
 
 SETTINGS = UpdaterSettings()
 
@@ -250,3 +255,33 @@ def test_order_scale_up_first_then_larger_diff_then_name() -> None:
     pods = {name: pod(f"web-{name}") for name, _ in entries}
     ordered = sorted(entries, key=lambda e: sort_key(pods[e[0]], e[1]))
     assert [name for name, _ in ordered] == ["b", "a", "c", "d"]
+
+
+maybe = st.one_of(st.none(), st.integers(0, 10**7))
+resources = st.builds(Resources, maybe, maybe)
+container_targets = st.lists(
+    st.tuples(
+        resources,
+        resources,
+        resources,
+        resources,
+        st.sampled_from([("cpu",), ("memory",), ("cpu", "memory")]),
+    ),
+    min_size=1,
+    max_size=3,
+)
+
+
+@given(container_targets)
+def test_fast_priority_equals_the_generic_one(entries: list[tuple[Any, ...]]) -> None:
+    targets = [
+        ContainerTarget(
+            i, f"c{i}", controlled, "cpu" in controlled, "memory" in controlled, False,
+            RecommendedContainerResources(f"c{i}", target, lower, upper), requests, Resources(),
+        )
+        for i, (requests, target, lower, upper, controlled) in enumerate(entries)
+    ]  # fmt: skip
+    everything = {(t.name, r) for t in targets for r in t.controlled}
+    fast, generic = compute_priority(targets), compute_priority(targets, everything)
+    assert (fast.scale_up, fast.outside_range) == (generic.scale_up, generic.outside_range)
+    assert fast.resource_diff == pytest.approx(generic.resource_diff, rel=1e-12)
