@@ -179,3 +179,7 @@ def test_garbage_collection_is_rate_limited_to_once_an_hour() -> None:
     deleted = cluster.maybe_garbage_collect(MIDNIGHT + 3600)
     assert [key.container_name for key in deleted] == ["app"]
     assert len(cluster.aggregates) == 1  # the active pod's empty aggregate stays
+
+
+def test_default_settings_map_to_the_default_config() -> None:
+    assert RecommenderConfig.from_settings(RecommenderSettings()) == RecommenderConfig()
