@@ -126,7 +126,7 @@ def _build(vpas: int, pods_per_vpa: int) -> tuple[list[tuple[VpaView, list[PodVi
                     qos_class="Burstable",
                     containers=containers,
                     container_statuses=statuses,
-                    resize_pending=deferred if index % 53 == 0 else None,
+                    conditions=(deferred,) if index % 53 == 0 else (),
                     creation_timestamp=start - 2,
                     start_time=start,
                 )

@@ -30,15 +30,16 @@ API_ANSWERS = ["success", "node-capacity", "rejected", "transient"]
 
 
 def _with_state(p: PodView, state: str, at: float) -> PodView:
-    p = replace(p, resize_pending=None, resize_in_progress=None, resize_status=None)
+    others = tuple(c for c in p.conditions if c.type not in ("PodResizePending", "PodResizeInProgress"))
+    p = replace(p, conditions=others, resize_status=None)
     if state == "done":
         return p
     if state.startswith("legacy:"):
         return replace(p, resize_status=state.removeprefix("legacy:"))
     if state in ("Deferred", "Infeasible", "Unknown"):
-        return replace(p, resize_pending=PodCondition("PodResizePending", "True", state, "", at))
+        return replace(p, conditions=(*others, PodCondition("PodResizePending", "True", state, "", at)))
     reason = "Error" if state == "Error" else ""
-    return replace(p, resize_in_progress=PodCondition("PodResizeInProgress", "True", reason, "", at))
+    return replace(p, conditions=(*others, PodCondition("PodResizeInProgress", "True", reason, "", at)))
 
 
 steps = st.lists(

@@ -44,7 +44,7 @@ def test_false_condition_is_not_resizing() -> None:
 
     p = pod(pending_reason="Deferred")
     assert p.resize_pending is not None
-    p = replace(p, resize_pending=replace(p.resize_pending, status="False"))
+    p = replace(p, conditions=(replace(p.resize_pending, status="False"),))
     assert not resize_status(p).resizing
 
 
