@@ -11,6 +11,10 @@ import sys
 
 BENCHMARKS: dict[str, str] = {
     "watch_cache": "benchmarks.watch_cache",
+    "pod_views": "benchmarks.pod_views",
+    "recommender_estimation": "benchmarks.recommender_estimation",
+    "replay_throughput": "benchmarks.replay_throughput",
+    "updater_decisions": "benchmarks.updater_decisions",
 }
 
 

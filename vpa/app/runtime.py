@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import signal
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -44,6 +45,7 @@ from vpa.kube.client import ClientOptions, KubeClient, api_path
 from vpa.kube.clocking import SimClock
 from vpa.kube.eventing import EventRecorder
 from vpa.kube.leasing import LeaderElector
+from vpa.kube.ratelimiting import TokenBucket
 from vpa.kube.watching import WatchCache
 from vpa.model.clock import Clock, RealClock
 from vpa.model.pod import PodView
@@ -129,6 +131,7 @@ class Runtime:
         self.electors: dict[str, LeaderElector] = {}
         self._sim_clock: SimClock | None = None
         self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._gc_frozen = False
 
     def add_component(self, spec: ComponentSpec) -> None:
         self._components.append(spec)
@@ -221,8 +224,11 @@ class Runtime:
             self._leader.labels(name=lease.resource_name).set(1 if leading else 0)
 
         self._leader.labels(name=lease.resource_name).set(0)
+        # Leases get their own (unlimited) limiter on the same connection pool, as client-go does, so a
+        # burst of status or checkpoint writes can never queue a renewal past its deadline.
+        lease_client = self.client.derive(limiter=TokenBucket.unlimited(self.clock))
         return LeaderElector(
-            self.client,
+            lease_client,
             self.clock,
             name=lease.resource_name,
             namespace=lease.resource_namespace,
@@ -306,6 +312,12 @@ class Runtime:
     async def _wait_synced(self) -> None:
         assert self.caches is not None
         await asyncio.gather(*(cache.wait_synced() for cache in self.caches.all))
+        if not self._gc_frozen:
+            # The initial sync leaves hundreds of thousands of long-lived objects; moving them out of the
+            # cyclic GC's generations keeps later collections (and the loop stalls they cause) short.
+            gc.collect()
+            gc.freeze()
+            self._gc_frozen = True
 
     async def _supervise(self) -> int:
         stop = asyncio.ensure_future(self.stop_event.wait())
