@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from vpa.sim import SimCluster
+from vpa.sim.contracts import SubresourceRequest
 
 REPO = Path(__file__).resolve().parents[3]
 KUBECTL = REPO / ".venv" / "bin" / "kubectl"
@@ -354,3 +355,82 @@ async def test_create_get_delete_roundtrip_with_dry_run(kubectl: Kubectl, cluste
     rc, _, err = await kubectl.run("get", "configmap", "real", check=False)
     assert rc != 0
     assert 'configmaps "real" not found' in err
+
+
+def _subset(expected: Any, actual: Any, path: str = "") -> None:
+    """Every field kubectl meant to send (JSON rendering) arrived; nulls and empty objects are optional."""
+    if isinstance(expected, dict):
+        assert isinstance(actual, dict), path
+        for k, v in expected.items():
+            if v is None or v == {}:
+                continue
+            assert k in actual, f"{path}.{k} missing"
+            _subset(v, actual[k], f"{path}.{k}")
+    else:
+        assert expected == actual, f"{path}: {expected!r} != {actual!r}"
+
+
+GENERATORS = [
+    (
+        "deployments.apps",
+        "web",
+        ["create", "deployment", "web", "--image=nginx:1.27", "--replicas=0", "--port=8080"],
+    ),
+    ("configmaps", "cm", ["create", "configmap", "cm", "--from-literal=a=b", "--from-literal=c=d"]),
+    ("secrets", "s", ["create", "secret", "generic", "s", "--from-literal=k=v", "--type=Opaque"]),
+    ("namespaces", "team", ["create", "namespace", "team"]),
+    ("serviceaccounts", "sa", ["create", "serviceaccount", "sa"]),
+    ("jobs.batch", "j", ["create", "job", "j", "--image=busybox", "--", "echo", "hi"]),
+    ("cronjobs.batch", "cj", ["create", "cronjob", "cj", "--image=busybox", "--schedule=*/5 * * * *"]),
+    ("poddisruptionbudgets.policy", "p", ["create", "pdb", "p", "--selector=app=web", "--min-available=1"]),
+    ("priorityclasses.scheduling.k8s.io", "pc", ["create", "priorityclass", "pc", "--value=100"]),
+    ("services", "svc", ["create", "service", "clusterip", "svc", "--tcp=80:8080"]),
+]
+
+
+@pytest.mark.parametrize(("resource", "name", "args"), GENERATORS, ids=[g[0] for g in GENERATORS])
+async def test_create_generators_send_protobuf_that_the_server_decodes(
+    kubectl: Kubectl, cluster: SimCluster, resource: str, name: str, args: list[str]
+) -> None:
+    """`kubectl create <kind>` uses typed clients that send protobuf bodies (no JSON fallback)."""
+    # Flags go before any `--` (job commands).
+    _, out, _ = await kubectl.run(*args[:2], "--dry-run=client", "-o", "json", *args[2:])
+    expected = json.loads(out)
+    expected.pop("status", None)  # kube-apiserver resets client-sent status on create
+    await kubectl.run(*args)
+    namespace = None if resource in ("namespaces", "priorityclasses.scheduling.k8s.io") else "default"
+    stored = cluster.store.get(resource, namespace, name)
+    assert stored is not None
+    _subset(expected, stored)
+
+
+async def test_drain_posts_protobuf_evictions_to_the_registered_subresource(
+    kubectl: Kubectl, cluster: SimCluster
+) -> None:
+    store = cluster.store
+    await store.create("nodes", {"metadata": {"name": "n1"}})
+    for i in range(2):
+        await store.create(
+            "pods",
+            {
+                "metadata": {"name": f"p{i}", "namespace": "default"},
+                "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "x"}]},
+            },
+        )
+    received: list[Any] = []
+
+    async def evict(req: SubresourceRequest) -> tuple[int, dict[str, Any]]:
+        received.append(req.body)
+        await store.delete("pods", req.namespace, req.name, grace_period_s=0)
+        return 201, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+
+    cluster.hooks.add_subresource("pods", "eviction", evict)
+    _, out, _ = await kubectl.run("drain", "n1", "--force", "--grace-period=7", "--timeout=20s")
+    assert "node/n1 drained" in out
+    node = store.get("nodes", None, "n1")
+    assert node is not None
+    assert node["spec"]["unschedulable"] is True
+    assert store.list("pods", "default") == []
+    assert sorted(b["metadata"]["name"] for b in received) == ["p0", "p1"]
+    assert all(b["kind"] == "Eviction" and b["apiVersion"] == "policy/v1" for b in received)
+    assert received[0]["deleteOptions"]["gracePeriodSeconds"] == 7

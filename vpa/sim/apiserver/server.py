@@ -33,7 +33,7 @@ import orjson
 import yaml
 from aiohttp import web
 
-from vpa.sim.apiserver import tables
+from vpa.sim.apiserver import protobuf, tables
 from vpa.sim.apiserver.faults import Faults
 from vpa.sim.apiserver.registry import ResourceType
 from vpa.sim.apiserver.selectors import parse_label_selector, selector_to_string
@@ -424,6 +424,15 @@ class ApiServer:
         if not raw:
             return None
         ctype = request.content_type
+        if ctype == protobuf.PROTOBUF:
+            try:
+                return protobuf.decode(raw)
+            except (protobuf.ProtobufError, KeyError, UnicodeDecodeError) as exc:
+                raise ApiError(
+                    415,
+                    "UnsupportedMediaType",
+                    f"the simulated API server cannot decode this protobuf body ({exc}); send JSON instead",
+                ) from exc
         if ctype and ctype not in _BODY_TYPES:
             # Protobuf and CBOR bodies are refused the way kube-apiserver refuses unknown media types;
             # client-go then falls back to JSON.
