@@ -10,12 +10,14 @@ Must not: parse argv or environment (that is `vpa.cli`), or hold decisions (that
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 
 import structlog
 import uvloop
 
 from vpa.app import logs
 from vpa.app.runtime import ComponentSpec, Runtime
+from vpa.components.recommender import Recommender
 from vpa.model.settings import RunSettings
 
 __all__ = ["ComponentSpec", "Runtime", "build_components", "run"]
@@ -28,6 +30,25 @@ async def _hold_leadership() -> None:
     await asyncio.Event().wait()
 
 
+def _build_recommender(runtime: Runtime) -> Callable[[], Awaitable[None]]:
+    """The recommender on the runtime's shared client, pod and VPA caches, clock, registry and health."""
+    assert runtime.client is not None
+    assert runtime.caches is not None
+    settings = runtime.settings
+    recommender = Recommender.from_client(
+        settings.recommender,
+        common=settings.common,
+        gates=settings.feature_gates,
+        client=runtime.client,
+        pods=runtime.caches.pods,
+        vpas=runtime.caches.vpas,
+        clock=runtime.clock,
+        registry=runtime.registry,
+        health=runtime.health_state,
+    )
+    return recommender.run_forever
+
+
 def build_components(settings: RunSettings) -> list[ComponentSpec]:
     """The components `--components` selects, each with its Lease settings when it is leader-elected.
 
@@ -37,7 +58,9 @@ def build_components(settings: RunSettings) -> list[ComponentSpec]:
     specs: list[ComponentSpec] = []
     if settings.runs("recommender"):
         specs.append(
-            ComponentSpec("recommender", _hold_leadership, lease=settings.recommender.leader_election)
+            ComponentSpec(
+                "recommender", build=_build_recommender, lease=settings.recommender.leader_election
+            )
         )
     if settings.runs("updater"):
         specs.append(ComponentSpec("updater", _hold_leadership, lease=settings.updater.leader_election))

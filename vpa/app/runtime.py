@@ -56,11 +56,21 @@ VPA_GROUP, VPA_VERSION = "autoscaling.k8s.io", "v1"
 
 @dataclass(frozen=True)
 class ComponentSpec:
-    """A component as the runtime sees it. `lease` set → runs only while holding that Lease."""
+    """A component as the runtime sees it. `lease` set → runs only while holding that Lease.
+
+    Give either `work` or `build`. `build(runtime)` is called once, after the runtime has built its client,
+    caches, clock, registry, health state and event recorder and the caches have synced; it returns the
+    component's work (which leader election may start again in a later term).
+    """
 
     name: str
-    work: Callable[[], Awaitable[None]]
+    work: Callable[[], Awaitable[None]] | None = None
     lease: LeaderElectionSettings | None = None
+    build: Callable[[Runtime], Callable[[], Awaitable[None]]] | None = None
+
+    def __post_init__(self) -> None:
+        if (self.work is None) == (self.build is None):
+            raise ValueError(f"component {self.name}: give exactly one of work and build")
 
 
 @dataclass
@@ -273,12 +283,14 @@ class Runtime:
     async def _run_component(self, spec: ComponentSpec) -> None:
         assert self.caches is not None
         await self._wait_synced()
+        work = spec.build(self) if spec.build is not None else spec.work
+        assert work is not None
         if spec.lease is None or not spec.lease.leader_elect:
-            await spec.work()
+            await work()
             return
         elector = self._elector(spec.name, spec.lease)
         self.electors[spec.name] = elector
-        await elector.run_forever(spec.work)
+        await elector.run_forever(work)
 
     async def _wait_synced(self) -> None:
         assert self.caches is not None
