@@ -179,7 +179,7 @@ async def create(h: Harness, resource: str, obj: dict[str, Any]) -> dict[str, An
 
 def recommendation(obj: dict[str, Any], container: str = "app") -> dict[str, Any]:
     recs = ((obj.get("status") or {}).get("recommendation") or {}).get("containerRecommendations") or []
-    found = next((r for r in recs if r["containerName"] == container), None)
+    found: dict[str, Any] | None = next((r for r in recs if r["containerName"] == container), None)
     assert found is not None, f"no recommendation for {container}: {obj.get('status')}"
     return found
 

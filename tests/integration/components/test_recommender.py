@@ -30,7 +30,8 @@ from vpa.model.selector import Selector
 from vpa.model.settings import RecommenderSettings
 from vpa.model.vpa import Recommendation, VpaView
 
-STEADY = {"app": {"cpu": {"type": "constant", "value": "500m"}, "memory": {"type": "constant", "value": "200Mi"}}}
+STEADY = {"app": {"cpu": {"type": "constant", "value": "500m"},
+                  "memory": {"type": "constant", "value": "200Mi"}}}
 CYCLIC = {"app": {"cpu": {"type": "daily", "base": "500m", "amplitude": "300m", "peak_hour": 14},
                   "memory": {"type": "constant", "value": "1Gi"}}}
 STEP_S = 300.0
@@ -151,7 +152,8 @@ async def test_missing_and_non_top_most_targets_are_config_unsupported() -> None
         unsupported = condition(missing, "ConfigUnsupported")
         assert unsupported is not None
         assert unsupported["status"] == "True"
-        assert unsupported["message"] == "Cannot read targetRef. Reason: Deployment default/nowhere does not exist"
+        assert unsupported["message"] == (
+            "Cannot read targetRef. Reason: Deployment default/nowhere does not exist")
         no_pods = condition(missing, "NoPodsMatched")
         assert no_pods is not None
         assert no_pods["status"] == "True"
