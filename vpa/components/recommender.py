@@ -213,6 +213,34 @@ class RecommenderMetrics:
 # ------------------------------------------------------------------------------------------ the loop
 
 
+J = TypeVar("J")
+
+
+async def _produce_and_write(produce: Callable[[Callable[[J], Awaitable[None]]], Awaitable[None]],
+                             write: Callable[[J], Awaitable[None]], workers: int) -> None:
+    """One producer (the CPU work, paced by itself) feeding `workers` concurrent writers through a short
+    queue: CPU work stays in one task, so it yields to timers, and at most `workers` writes are in flight."""
+    queue: asyncio.Queue[J] = asyncio.Queue(maxsize=max(1, workers))
+    done = object()
+
+    async def worker() -> None:
+        while True:
+            item = await queue.get()
+            if item is done:
+                return
+            await write(item)
+
+    tasks = [asyncio.create_task(worker()) for _ in range(max(1, workers))]
+    try:
+        await produce(queue.put)
+        for _ in tasks:
+            await queue.put(done)  # type: ignore[arg-type]
+        await asyncio.gather(*tasks)
+    finally:
+        for task in tasks:
+            task.cancel()
+
+
 class _Pacer:
     """Yields to the event loop once `budget_s` of CPU time has been spent since the last yield."""
 
@@ -576,91 +604,102 @@ class Recommender:
             self._last_oom.pop(pod_id, None)
 
     async def _update_vpas(self, report: LoopReport, now: float) -> None:
+        """Compute every VPA's status (paced, in this task) and hand the changed ones to the writers."""
         cluster = self.core.cluster
         core = self.core
-        writes = asyncio.Semaphore(max(1, self.settings.update_worker_count))
-        tasks: list[asyncio.Task[bool]] = []
         counts: dict[tuple[str, str, str, str], int] = {}
         pacer = _Pacer(self._chunk_budget_s)
-        for key, tracked in self._tracked.items():
-            view = tracked.view
+
+        async def produce(put: Callable[[tuple[tuple[str, str], VpaStatus]], Awaitable[None]]) -> None:
+            for key, tracked in list(self._tracked.items()):
+                view = tracked.view
+                try:
+                    recommendation = compute_recommendation(view, cluster.merged_states(*key),
+                                                            core.recommender, core.config)
+                    pods_matched = cluster.matching_pod_count(*key) > 0
+                except Exception:
+                    log.exception("recommender_vpa_failed", vpa=view.key)
+                    continue
+                has_recommendation = not recommendation.is_empty()
+                old = view.status
+                provided = old.condition(ConditionType.RECOMMENDATION_PROVIDED)
+                had = (provided is not None and provided.is_true and old.recommendation is not None
+                       and not old.recommendation.is_empty())
+                if has_recommendation and not had and view.creation_timestamp:
+                    self.metrics.recommendation_latency.observe(max(0.0, now - view.creation_timestamp))
+                conditions = next_conditions(old.conditions, unsupported=tracked.resolution.unsupported,
+                                             pods_matched=pods_matched, has_recommendation=has_recommendation,
+                                             now=now)
+                status = VpaStatus(recommendation, conditions, view.generation)
+                mode = view.update_policy.update_mode
+                label = (mode.value if mode is not None else "", str(has_recommendation).lower(),
+                         str(pods_matched).lower(), str(tracked.resolution.unsupported is not None).lower())
+                counts[label] = counts.get(label, 0) + 1
+                # Written only when it differs from the cached object's status, and not again while the
+                # cache has not caught up with our own previous write.
+                if status != old and self._written.get(key) != (view.resource_version, status):
+                    self._written[key] = (view.resource_version, status)
+                    await put((key, status))
+                if pacer.due():
+                    await pacer.pause()
+
+        async def write(item: tuple[tuple[str, str], VpaStatus]) -> None:
+            key, status = item
             try:
-                recommendation = compute_recommendation(view, cluster.merged_states(*key), core.recommender,
-                                                        core.config)
-                pods_matched = cluster.matching_pod_count(*key) > 0
-            except Exception:
-                log.exception("recommender_vpa_failed", vpa=view.key)
-                continue
-            has_recommendation = not recommendation.is_empty()
-            old = view.status
-            provided = old.condition(ConditionType.RECOMMENDATION_PROVIDED)
-            had = (provided is not None and provided.is_true and old.recommendation is not None
-                   and not old.recommendation.is_empty())
-            if has_recommendation and not had and view.creation_timestamp:
-                self.metrics.recommendation_latency.observe(max(0.0, now - view.creation_timestamp))
-            conditions = next_conditions(old.conditions, unsupported=tracked.resolution.unsupported,
-                                         pods_matched=pods_matched, has_recommendation=has_recommendation,
-                                         now=now)
-            status = VpaStatus(recommendation, conditions, view.generation)
-            mode = view.update_policy.update_mode
-            label = (mode.value if mode is not None else "", str(has_recommendation).lower(),
-                     str(pods_matched).lower(), str(tracked.resolution.unsupported is not None).lower())
-            counts[label] = counts.get(label, 0) + 1
-            if status != old and self._written.get(key) != (view.resource_version, status):
-                self._written[key] = (view.resource_version, status)
-                tasks.append(asyncio.create_task(self._write_status(key, status, writes)))
-            if pacer.due():
-                await pacer.pause()
-        results = await asyncio.gather(*tasks)
-        report.status_writes = sum(1 for ok in results if ok)
-        report.status_write_errors = len(results) - report.status_writes
+                await self._status_writer.write(key[0], key[1], status)
+                report.status_writes += 1
+            except Exception as err:
+                self._written.pop(key, None)  # try again next loop
+                report.status_write_errors += 1
+                self.metrics.write_errors.labels(what="status").inc()
+                log.warning("recommender_status_write_failed", vpa=f"{key[0]}/{key[1]}", error=str(err))
+
+        await _produce_and_write(produce, write, self.settings.update_worker_count)
         self.metrics.vpa_objects.clear()
         for (mode_label, has_rec, matches, unsupported), n in counts.items():
             self.metrics.vpa_objects.labels(update_mode=mode_label, has_recommendation=has_rec, api="v1",
                                             matches_pods=matches, unsupported_config=unsupported).set(n)
 
-    async def _write_status(self, key: tuple[str, str], status: VpaStatus, writes: asyncio.Semaphore) -> bool:
-        async with writes:
-            try:
-                await self._status_writer.write(key[0], key[1], status)
-                return True
-            except Exception as err:
-                self._written.pop(key, None)  # try again next loop
-                self.metrics.write_errors.labels(what="status").inc()
-                log.warning("recommender_status_write_failed", vpa=f"{key[0]}/{key[1]}", error=str(err))
-                return False
-
     async def _maintain_checkpoints(self, report: LoopReport, now: float, deadline: float) -> None:
+        """Oldest-written VPAs first, until the deadline but at least one VPA per worker (spec §3.11).
+        Checkpoint content is computed here, paced; the workers only write."""
         cluster = self.core.cluster
+        workers = max(1, self.settings.update_worker_count)
         order = sorted(
-            (key for key, tracked in self._tracked.items()
-             if not self._fetching_history(tracked.view)),
+            (key for key, tracked in self._tracked.items() if not self._fetching_history(tracked.view)),
             key=lambda k: (cluster.checkpoint_written(*k) or -math.inf, k))
-        pending = iter(order)
+        pacer = _Pacer(self._chunk_budget_s)
+        Job = tuple[tuple[str, str], list[tuple[str, dict[str, object]]]]
 
-        async def worker() -> None:
-            written_here = 0
-            while True:
-                if written_here >= 1 and self._clock.monotonic() >= deadline:
-                    return
-                key = next(pending, None)
-                if key is None:
+        async def produce(put: Callable[[Job], Awaitable[None]]) -> None:
+            for produced, key in enumerate(order):
+                if produced >= workers and self._clock.monotonic() >= deadline:
                     return
                 try:
                     states = cluster.checkpoint_states(*key, now)
-                    for container, state in sorted(states.items()):
-                        await self._checkpoints.write(key[0], checkpoint_name(key[1], container), key[1],
-                                                      container, checkpoint_status(state, now))
-                        report.checkpoints_written += 1
-                    cluster.mark_checkpoint_written(*key, now)
-                except Exception as err:
-                    report.checkpoint_errors += 1
-                    self.metrics.write_errors.labels(what="checkpoint").inc()
-                    log.warning("recommender_checkpoint_write_failed", vpa=f"{key[0]}/{key[1]}",
-                                error=str(err))
-                written_here += 1
+                    payload = [(container, checkpoint_status(state, now))
+                               for container, state in sorted(states.items())]
+                except Exception:
+                    log.exception("recommender_checkpoint_failed", vpa=f"{key[0]}/{key[1]}")
+                    continue
+                await put((key, payload))
+                if pacer.due():
+                    await pacer.pause()
 
-        await asyncio.gather(*(worker() for _ in range(max(1, self.settings.update_worker_count))))
+        async def write(job: Job) -> None:
+            key, payload = job
+            try:
+                for container, status in payload:
+                    await self._checkpoints.write(key[0], checkpoint_name(key[1], container), key[1],
+                                                  container, status)
+                    report.checkpoints_written += 1
+                cluster.mark_checkpoint_written(*key, now)
+            except Exception as err:
+                report.checkpoint_errors += 1
+                self.metrics.write_errors.labels(what="checkpoint").inc()
+                log.warning("recommender_checkpoint_write_failed", vpa=f"{key[0]}/{key[1]}", error=str(err))
+
+        await _produce_and_write(produce, write, workers)
         if self._last_checkpoint_gc is None:
             self._last_checkpoint_gc = now  # upstream: the first collection comes one interval after start
         elif now - self._last_checkpoint_gc >= self.settings.checkpoints_gc_interval_s:
