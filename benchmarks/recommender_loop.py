@@ -77,8 +77,9 @@ class Metrics:
         out = []
         for index, pod in enumerate(self.pods):
             cpu, memory = self.level(index)
-            out.append(PodUsage(pod.namespace, pod.name, t, tuple(
-                ContainerUsage(c.name, int(cpu * phase), int(memory * (0.9 + 0.1 * phase))) for c in pod.containers)))
+            used = [ContainerUsage(c.name, int(cpu * phase), int(memory * (0.9 + 0.1 * phase)))
+                    for c in pod.containers]
+            out.append(PodUsage(pod.namespace, pod.name, t, tuple(used)))
         return MetricsRead(out)
 
 
@@ -148,7 +149,8 @@ async def run(vpas: int, per_pod: int, history_step_s: float, per_namespace: int
         pods.append(PodView(namespace, f"{name}-abc123-xyz", uid=f"uid-{index}", labels=labels,
                             owner=OwnerRef("apps/v1", "ReplicaSet", f"{name}-abc123", "u", True),
                             phase="Running", containers=containers))
-        views.append(VpaView(namespace, name, generation=1, target_ref=TargetRef("apps/v1", "Deployment", name),
+        target = TargetRef("apps/v1", "Deployment", name)
+        views.append(VpaView(namespace, name, generation=1, target_ref=target,
                              update_policy=UpdatePolicy(UpdateMode.OFF), creation_timestamp=START - 3600,
                              status=VpaStatus()))
         selectors[(namespace, name)] = Selector.from_match_labels({"app": name})
@@ -184,8 +186,8 @@ async def run(vpas: int, per_pod: int, history_step_s: float, per_namespace: int
     tracked = vpas * per_pod
     per_container = (rss_bytes() - baseline) / tracked
 
-    print(f"recommender loop: {vpas} VPAs ({per_namespace} per namespace), {tracked} containers, history every {history_step_s:g} s for 24 h "
-          f"(fed in {fed:.1f} s)")
+    print(f"recommender loop: {vpas} VPAs ({per_namespace} per namespace), {tracked} containers, "
+          f"history every {history_step_s:g} s for 24 h (fed in {fed:.1f} s)")
     print(f"{'loop':<10}{'seconds':>9}{'max stall ms':>14}  steps")
     rows = [("first", first, first_stall, first_steps)] + [
         (f"steady {i + 1}", s[0], s[1], s[2]) for i, s in enumerate(steady)]
