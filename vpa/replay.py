@@ -27,7 +27,6 @@ from vpa.logic.aggregation import ContainerState, OomRejected
 from vpa.logic.recommender_cluster import ContainerId, PodId
 from vpa.logic.recommender_numerics import cpu_amount_from_cores
 from vpa.logic.recommending import RecommenderConfig, RecommenderCore
-from vpa.model import quantity
 from vpa.model.resources import Resources
 from vpa.model.settings import ReplaySettings
 from vpa.model.vpa import RecommendedContainerResources, VpaView
@@ -313,12 +312,7 @@ def replay(trace: Trace, config: RecommenderConfig, at: float | None = None,
 
 def resource_list(resources: Resources) -> dict[str, str]:
     """Kubernetes quantity strings as upstream writes them: CPU in millicores, memory as BinarySI."""
-    out: dict[str, str] = {}
-    if resources.cpu_millicores is not None:
-        out["cpu"] = quantity.format_cpu_millicores(resources.cpu_millicores)
-    if resources.memory_bytes is not None:
-        out["memory"] = quantity.format_memory_bytes(resources.memory_bytes, "BinarySI")
-    return out
+    return resources.to_resource_list()
 
 
 def container_json(item: RecommendedContainerResources) -> dict[str, object]:

@@ -10,6 +10,7 @@ Must not: parse argv or environment (that is `vpa.cli`), or hold decisions (that
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 
 import structlog
 import uvloop
@@ -17,6 +18,7 @@ import uvloop
 from vpa.app import logs
 from vpa.app.runtime import ComponentSpec, Runtime
 from vpa.components.context import ComponentContext
+from vpa.components.recommender import Recommender
 from vpa.model.settings import RunSettings
 
 __all__ = ["ComponentSpec", "Runtime", "build_components", "run"]
@@ -24,9 +26,30 @@ __all__ = ["ComponentSpec", "Runtime", "build_components", "run"]
 log = structlog.get_logger(__name__)
 
 
-async def _hold_leadership(_: ComponentContext) -> None:
+def _hold_leadership(_: ComponentContext) -> Callable[[], Awaitable[None]]:
     """Elected work of a component whose loop is not part of this build: keep the Lease, do nothing else."""
-    await asyncio.Event().wait()
+
+    async def hold() -> None:
+        await asyncio.Event().wait()
+
+    return hold
+
+
+def _build_recommender(ctx: ComponentContext) -> Callable[[], Awaitable[None]]:
+    """The recommender on the runtime's shared client, pod and VPA caches, clock, registry and health."""
+    settings = ctx.settings
+    recommender = Recommender.from_client(
+        settings.recommender,
+        common=settings.common,
+        gates=settings.feature_gates,
+        client=ctx.client,
+        pods=ctx.pods,
+        vpas=ctx.vpas,
+        clock=ctx.clock,
+        registry=ctx.registry,
+        health=ctx.health,
+    )
+    return recommender.run_forever
 
 
 def build_components(settings: RunSettings) -> list[ComponentSpec]:
@@ -38,7 +61,7 @@ def build_components(settings: RunSettings) -> list[ComponentSpec]:
     specs: list[ComponentSpec] = []
     if settings.runs("recommender"):
         specs.append(
-            ComponentSpec("recommender", _hold_leadership, lease=settings.recommender.leader_election)
+            ComponentSpec("recommender", _build_recommender, lease=settings.recommender.leader_election)
         )
     if settings.runs("updater"):
         specs.append(ComponentSpec("updater", _hold_leadership, lease=settings.updater.leader_election))

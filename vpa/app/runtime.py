@@ -8,8 +8,8 @@ elected component), supervising the root tasks (a crash of any of them stops the
 servers stop, the client closes.
 
 Components (recommender, updater, admission controller) plug in through `ComponentSpec`: a name, whether it
-is leader-elected (and with which lease settings), and the coroutine to run, which receives a
-`ComponentContext` with the shared objects once the caches have synced. Elected work runs only while
+is leader-elected (and with which lease settings), and `build`, called once with a `ComponentContext`
+(the shared objects) after the caches have synced, which returns the work to run. Elected work runs only while
 this process holds that component's Lease; on losing it the work is cancelled and the process campaigns
 again (upstream exits instead; we stay up because the same process also serves the webhook).
 
@@ -60,10 +60,15 @@ VPA_GROUP, VPA_VERSION = "autoscaling.k8s.io", "v1"
 
 @dataclass(frozen=True)
 class ComponentSpec:
-    """A component as the runtime sees it. `lease` set → runs only while holding that Lease."""
+    """A component as the runtime sees it.
+
+    `build(ctx)` is called once (so the component registers its metrics once) and returns the coroutine
+    function to run: once for an unelected component, or once per leadership term when `lease` is set and
+    leader election is on (each term starts afresh, e.g. the recommender restores from its checkpoints).
+    """
 
     name: str
-    run: Callable[[ComponentContext], Awaitable[None]]
+    build: Callable[[ComponentContext], Callable[[], Awaitable[None]]]
     lease: LeaderElectionSettings | None = None
 
 
@@ -297,11 +302,7 @@ class Runtime:
 
     async def _run_component(self, spec: ComponentSpec) -> None:
         await self._wait_synced()
-        context = self.context()
-
-        async def work() -> None:
-            await spec.run(context)
-
+        work = spec.build(self.context())
         if spec.lease is None or not spec.lease.leader_elect:
             await work()
             return

@@ -36,12 +36,13 @@ class Resources:
         )
 
     def to_resource_list(self) -> dict[str, str]:
-        """Canonical strings: CPU in millicores (`250m`, `1`), memory as decimal bytes (`1G`, `262144k`)."""
+        """Canonical strings as the VPA writes them: CPU in millicores (`250m`, `1`), memory in binary
+        form (`250Mi`, or plain bytes like `279172665` when not a multiple of 1024)."""
         out: dict[str, str] = {}
         if self.cpu_millicores is not None:
             out[CPU] = quantity.format_cpu_millicores(self.cpu_millicores)
         if self.memory_bytes is not None:
-            out[MEMORY] = quantity.Quantity.from_int(self.memory_bytes).canonical()
+            out[MEMORY] = quantity.format_memory_bytes(self.memory_bytes, "BinarySI")
         return out
 
     def get(self, resource: str) -> int | None:

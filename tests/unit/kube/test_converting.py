@@ -800,12 +800,13 @@ def test_status_round_trip_with_canonical_quantities() -> None:
             "containerRecommendations": [
                 {
                     "containerName": "app",
-                    "target": {"cpu": "25m", "memory": "262144k"},
-                    "lowerBound": {"cpu": "10m", "memory": "100M"},
-                    "upperBound": {"cpu": "1500m", "memory": "2147483648"},
-                    "uncappedTarget": {"cpu": "25m", "memory": "262144k"},
+                    # Memory in binary form as upstream writes it; plain bytes when not a multiple of 1024.
+                    "target": {"cpu": "25m", "memory": "250Mi"},
+                    "lowerBound": {"cpu": "10m", "memory": "100000000"},
+                    "upperBound": {"cpu": "1500m", "memory": "2Gi"},
+                    "uncappedTarget": {"cpu": "25m", "memory": "250Mi"},
                 },
-                {"containerName": "sidecar", "target": {"memory": "50M"}},
+                {"containerName": "sidecar", "target": {"memory": "50000000"}},
             ]
         },
         "conditions": [

@@ -26,6 +26,7 @@ from vpa.logic.patches import AdmissionOptions, escape_pointer, pod_patch, pod_s
 from vpa.model.features import FeatureGates
 from vpa.model.limitrange import limitrange_from_dict
 from vpa.model.quantity import Quantity
+from vpa.model.resources import Resources
 
 JSON = dict[str, Any]
 DEFAULT_OPTIONS = AdmissionOptions()
@@ -319,8 +320,8 @@ def test_single_container(
 ) -> None:
     raw_pod = admission_pod(raw_container)
     [result] = container_resources_for_pod(pod_from_dict(raw_pod), vpa_from_dict(raw_vpa), limits)
-    assert result.requests.to_resource_list() == requests
-    assert result.limits.to_resource_list() == expected_limits
+    assert result.requests == Resources.from_resource_list(requests)
+    assert result.limits == Resources.from_resource_list(expected_limits)
     assert result.notes == notes
     ops = patch_for(raw_pod, raw_vpa, limits)
     patched = check_patched_pod(raw_pod, ops)
@@ -572,7 +573,10 @@ def test_startup_boost_factor_requests_and_limits() -> None:
         {
             "op": "add",
             "path": "/metadata/annotations/vpaCpuStartupBoost~1app",
-            "value": '{"requests":{"cpu":"250m","memory":"100M"},"limits":{"cpu":"500m","memory":"200M"}}',
+            "value": (
+                '{"requests":{"cpu":"250m","memory":"100000000"},'
+                '"limits":{"cpu":"500m","memory":"200000000"}}'
+            ),
         },
     ]
     paths = by_path(ops)

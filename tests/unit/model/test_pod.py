@@ -117,7 +117,7 @@ def test_read_pod_annotations_filter() -> None:
 
 def test_boost_annotation_round_trip() -> None:
     value = ann.format_original_resources(Resources(250, 268_435_456), Resources(500, None))
-    assert value == '{"requests":{"cpu":"250m","memory":"268435456"},"limits":{"cpu":"500m"}}'
+    assert value == '{"requests":{"cpu":"250m","memory":"256Mi"},"limits":{"cpu":"500m"}}'
     assert ann.parse_original_resources(value) == (Resources(250, 268_435_456), Resources(500, None))
     # What upstream writes (Go's json.Marshal of the original quantities) parses too.
     upstream = '{"requests":{"cpu":"100m","memory":"100Mi"},"limits":{"cpu":"200m","memory":"100Mi"}}'

@@ -313,7 +313,66 @@ class ApiServer:
 
     # ------------------------------------------------------------------ discovery
 
+    def _wants_aggregated(self, request: web.Request) -> bool:
+        accept = request.headers.get("Accept", "")
+        return "as=APIGroupDiscoveryList" in accept and "g=apidiscovery.k8s.io;v=v2;" in accept + ";"
+
+    def _aggregated_discovery(self, core: bool) -> web.Response:
+        """apidiscovery.k8s.io/v2 APIGroupDiscoveryList: every group/version/resource in one document."""
+        items: list[JsonObj] = []
+        for group, versions in self._groups().items():
+            if (group == "") != core:
+                continue
+            vdocs: list[JsonObj] = []
+            for version in versions:
+                doc = self._resource_list(group, version)
+                if doc is None:
+                    continue
+                by_name: dict[str, JsonObj] = {}
+                for res in doc["resources"]:
+                    name, _, sub = res["name"].partition("/")
+                    kind = {
+                        "group": res.get("group", group),
+                        "version": res.get("version", version),
+                        "kind": res["kind"],
+                    }
+                    if not sub:
+                        entry: JsonObj = {
+                            "resource": name,
+                            "responseKind": kind,
+                            "scope": "Namespaced" if res["namespaced"] else "Cluster",
+                            "singularResource": res.get("singularName") or name,
+                            "verbs": res["verbs"],
+                        }
+                        for key in ("shortNames", "categories"):
+                            if res.get(key):
+                                entry[key] = res[key]
+                        by_name[name] = entry
+                    elif name in by_name:
+                        by_name[name].setdefault("subresources", []).append(
+                            {"subresource": sub, "responseKind": kind, "verbs": res["verbs"]}
+                        )
+                vdocs.append(
+                    {"version": version, "resources": list(by_name.values()), "freshness": "Current"}
+                )
+            items.append({"metadata": {"name": group, "creationTimestamp": None}, "versions": vdocs})
+        body = {
+            "kind": "APIGroupDiscoveryList",
+            "apiVersion": "apidiscovery.k8s.io/v2",
+            "metadata": {},
+            "items": items,
+        }
+        return web.Response(
+            body=orjson.dumps(body),
+            headers={
+                "Content-Type": "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList",
+                "Vary": "Accept",
+            },
+        )
+
     async def _api_root(self, request: web.Request) -> web.Response:
+        if self._wants_aggregated(request):
+            return self._aggregated_discovery(core=True)
         host = request.host or "127.0.0.1"
         return _json(
             {
@@ -339,6 +398,8 @@ class ApiServer:
         }
 
     async def _apis_root(self, request: web.Request) -> web.Response:
+        if self._wants_aggregated(request):
+            return self._aggregated_discovery(core=False)
         groups = [self._group_doc(g, vs) for g, vs in self._groups().items() if g]
         return _json({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 
@@ -587,9 +648,26 @@ class ApiServer:
                 dry_run=opts.get("dryRun") is not None,
             )
             still = self.store.entry(rt.key, namespace, name)
-            status = 202 if (still is not None and before is not None and not opts.get("dryRun")) else 200
-            if obj2 is None:
-                return _json({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"})
+            # kube-apiserver answers 200 even when deletion is pending (graceful pods, finalizers), except
+            # 202 when the client explicitly asked for orphanDependents=false.
+            pending = still is not None and before is not None and not opts.get("dryRun")
+            status = 202 if pending and opts.get("orphanDependents") is False else 200
+            if obj2 is None or (still is None and rt.key != "pods" and not opts.get("dryRun")):
+                # Immediate deletion answers a Status naming the object (pods answer the object itself:
+                # kube-apiserver's ReturnDeletedObject).
+                md = (obj2 or {}).get("metadata") or {}
+                details: JsonObj = {"name": name, "kind": rt.plural, "uid": md.get("uid", "")}
+                if rt.group:
+                    details["group"] = rt.group
+                return _json(
+                    {
+                        "kind": "Status",
+                        "apiVersion": "v1",
+                        "metadata": {},
+                        "status": "Success",
+                        "details": details,
+                    }
+                )
             return self._object_response(rt, version, obj2, None, status=status)
         # deletecollection
         opts = await self._delete_options(request)
@@ -675,6 +753,8 @@ class ApiServer:
                 raise ApiError(400, "BadRequest", "invalid gracePeriodSeconds") from exc
         if "propagationPolicy" in q:
             opts["propagationPolicy"] = q["propagationPolicy"]
+        if q.get("orphanDependents") == "false":
+            opts["orphanDependents"] = False
         if q.get("orphanDependents") == "true" or opts.get("orphanDependents") is True:
             opts["propagationPolicy"] = "Orphan"
         if "dryRun" in q:

@@ -1,0 +1,218 @@
+"""Benchmark: the live recommender's `run_once` over 10,000 VPAs / 50,000 containers, in memory.
+
+Run: `python -m benchmarks.recommender_loop [--vpas N] [--containers-per-pod N] [--history-step-s S]`.
+
+Setup: N Deployments, each with one Running pod of `containers-per-pod` containers and one VPA (default
+10,000 × 5 = 50,000 containers, DESIGN §10). The real `Recommender` runs on in-memory inputs: pod and VPA
+views as the watch caches hold them, a PodMetrics source that answers one sample per container per
+loop, a resolver that knows every target, and status/checkpoint sinks that only count (API writes and
+their throttling are excluded, as DESIGN §10 says). A day of history is fed through the real
+`ClusterState` sample path first (one CPU and one memory sample per container every `history-step-s`,
+default 30 min, per-container levels on a daily sine), then the loop is timed: the first loop (which adds
+every pod), then steady loops (new samples, every status changed and written, checkpoints for every VPA
+because the sink never makes the deadline pass). A concurrent ticker measures the longest event-loop
+stall, which DESIGN §6 bounds at 20 ms.
+
+Memory: process RSS after setup minus RSS before building anything, per tracked container (the views the
+watch caches would hold are included).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import math
+import resource
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from vpa.components.recommender import Recommender
+from vpa.kube.client import JsonObj
+from vpa.kube.metricsreading import ContainerUsage, MetricsRead, PodUsage
+from vpa.kube.targets import Resolution
+from vpa.logic.recommender_cluster import ContainerId, PodId
+from vpa.model.clock import VirtualClock
+from vpa.model.pod import ContainerView, OwnerRef, PodView
+from vpa.model.resources import Resources
+from vpa.model.selector import Selector
+from vpa.model.settings import RecommenderSettings
+from vpa.model.vpa import TargetRef, UpdateMode, UpdatePolicy, VpaStatus, VpaView
+
+START = 1_767_225_600.0  # 2026-01-01T00:00:00Z
+MIB = 1024 * 1024
+DAY = 86_400.0
+
+
+def rss_bytes() -> int:
+    with open("/proc/self/statm") as handle:
+        return int(handle.read().split()[1]) * resource.getpagesize()
+
+
+class Listing:
+    def __init__(self, items: list[Any]) -> None:
+        self.items = items
+
+    def list(self) -> list[Any]:
+        return list(self.items)
+
+    def on_update(self, handler: Callable[[Any, Any], None]) -> None:
+        pass
+
+
+class Metrics:
+    client_name = "benchmark"
+
+    def __init__(self, pods: list[PodView], clock: VirtualClock) -> None:
+        self.pods = pods
+        self.clock = clock
+
+    def level(self, index: int) -> tuple[int, int]:
+        return 20 + (index % 97) * 13, (64 + (index % 89) * 11) * MIB
+
+    async def read(self) -> MetricsRead:
+        t = self.clock.now()
+        phase = 1.2 + math.sin(2 * math.pi * (t % DAY) / DAY)
+        out = []
+        for index, pod in enumerate(self.pods):
+            cpu, memory = self.level(index)
+            used = [ContainerUsage(c.name, int(cpu * phase), int(memory * (0.9 + 0.1 * phase)))
+                    for c in pod.containers]
+            out.append(PodUsage(pod.namespace, pod.name, t, tuple(used)))
+        return MetricsRead(out)
+
+
+class Resolver:
+    def __init__(self, selectors: Mapping[tuple[str, str], Selector]) -> None:
+        self.selectors = selectors
+
+    async def resolve(self, namespace: str, target: TargetRef | None) -> Resolution:
+        assert target is not None
+        return Resolution(self.selectors[(namespace, target.name)])
+
+    def forget_unused(self) -> None:
+        pass
+
+
+class Sink:
+    def __init__(self) -> None:
+        self.statuses = 0
+        self.checkpoints = 0
+
+    async def write(self, *args: Any) -> None:
+        if len(args) == 3:
+            self.statuses += 1
+        else:
+            self.checkpoints += 1
+
+    async def list(self) -> list[JsonObj]:
+        return []
+
+    async def delete(self, namespace: str, name: str) -> None:
+        pass
+
+
+async def max_stall(stop: asyncio.Event, out: list[float]) -> None:
+    worst = 0.0
+    while not stop.is_set():
+        before = time.perf_counter()
+        await asyncio.sleep(0.001)
+        worst = max(worst, time.perf_counter() - before - 0.001)
+    out.append(worst)
+
+
+async def timed_loop(recommender: Recommender) -> tuple[float, float, dict[str, float]]:
+    stop = asyncio.Event()
+    stalls: list[float] = []
+    ticker = asyncio.create_task(max_stall(stop, stalls))
+    await asyncio.sleep(0)
+    started = time.perf_counter()
+    report = await recommender.run_once()
+    elapsed = time.perf_counter() - started
+    stop.set()
+    await ticker
+    return elapsed, stalls[0], report.step_seconds
+
+
+async def run(vpas: int, per_pod: int, history_step_s: float, per_namespace: int) -> int:
+    gc.collect()
+    baseline = rss_bytes()
+    clock = VirtualClock(start=START)
+    containers = tuple(
+        ContainerView(f"c{i}", Resources(100, 128 * MIB), Resources(1000, 512 * MIB)) for i in range(per_pod))
+    pods, views, selectors = [], [], {}
+    for index in range(vpas):
+        name = f"app-{index}"
+        namespace = f"team-{index // per_namespace}"
+        labels = {"app": name, "pod-template-hash": "abc123"}
+        pods.append(PodView(namespace, f"{name}-abc123-xyz", uid=f"uid-{index}", labels=labels,
+                            owner=OwnerRef("apps/v1", "ReplicaSet", f"{name}-abc123", "u", True),
+                            phase="Running", containers=containers))
+        target = TargetRef("apps/v1", "Deployment", name)
+        views.append(VpaView(namespace, name, generation=1, target_ref=target,
+                             update_policy=UpdatePolicy(UpdateMode.OFF), creation_timestamp=START - 3600,
+                             status=VpaStatus()))
+        selectors[(namespace, name)] = Selector.from_match_labels({"app": name})
+    sink = Sink()
+    settings = RecommenderSettings()
+    metrics = Metrics(pods, clock)
+    recommender = Recommender(settings, pods=Listing(pods), vpas=Listing(views), clock=clock,
+                              metrics_source=metrics, resolver=Resolver(selectors), status_writer=sink,
+                              checkpoints=sink)
+
+    first, first_stall, first_steps = await timed_loop(recommender)
+    # A day of history through the real sample path.
+    fed = time.perf_counter()
+    cluster = recommender.core.cluster
+    steps = int(DAY // history_step_s)
+    for step in range(1, steps + 1):
+        t = START + step * history_step_s
+        phase = 1.2 + math.sin(2 * math.pi * (t % DAY) / DAY)
+        for index, pod in enumerate(pods):
+            cpu, memory = metrics.level(index)
+            pod_id = PodId(pod.namespace, pod.name)
+            for container in containers:
+                cid = ContainerId(pod_id, container.name)
+                cluster.add_cpu_sample(cid, int(cpu * phase), t)
+                cluster.add_memory_sample(cid, int(memory * (0.9 + 0.1 * phase)), t)
+    fed = time.perf_counter() - fed
+    clock.set(START + DAY + 60)
+    steady = []
+    for _ in range(2):
+        clock.advance(60)
+        steady.append(await timed_loop(recommender))
+    gc.collect()
+    tracked = vpas * per_pod
+    per_container = (rss_bytes() - baseline) / tracked
+
+    print(f"recommender loop: {vpas} VPAs ({per_namespace} per namespace), {tracked} containers, "
+          f"history every {history_step_s:g} s for 24 h (fed in {fed:.1f} s)")
+    print(f"{'loop':<10}{'seconds':>9}{'max stall ms':>14}  steps")
+    rows = [("first", first, first_stall, first_steps)] + [
+        (f"steady {i + 1}", s[0], s[1], s[2]) for i, s in enumerate(steady)]
+    for label, seconds, stall, step_seconds in rows:
+        detail = " ".join(f"{k}={v:.2f}" for k, v in step_seconds.items() if k != "total")
+        print(f"{label:<10}{seconds:>9.2f}{stall * 1000:>14.1f}  {detail}")
+    print(f"status writes {sink.statuses}, checkpoint writes {sink.checkpoints}")
+    print(f"RSS per tracked container: {per_container / 1024:.1f} KiB (target <= 35 KiB)")
+    worst = max(s[0] for s in steady)
+    ok = worst <= 10.0 and per_container <= 35 * 1024
+    print(f"steady loop {worst:.2f} s (target <= 10 s): {'OK' if ok else 'MISSED'}")
+    return 0 if ok else 1
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.recommender_loop")
+    parser.add_argument("--vpas", type=int, default=10_000)
+    parser.add_argument("--containers-per-pod", type=int, default=5)
+    parser.add_argument("--history-step-s", type=float, default=1800.0)
+    parser.add_argument("--vpas-per-namespace", type=int, default=100)
+    args = parser.parse_args(argv)
+    return asyncio.run(run(args.vpas, args.containers_per_pod, args.history_step_s, args.vpas_per_namespace))
+
+
+if __name__ == "__main__":
+    import sys
+
+    raise SystemExit(main(sys.argv[1:]))

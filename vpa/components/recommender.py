@@ -1,0 +1,749 @@
+"""The live recommender loop: cluster in, VPA status and checkpoints out (upstream's `RunOnce`).
+
+Owns: `Recommender` — restoring history from checkpoints before the first loop; each `run_once()`:
+LoadVPAs (the VPAs this `--recommender-name` handles, targets resolved to selectors, ConfigUnsupported
+when a target is missing or not the top-most controller), LoadPods (non-Pending pods from the shared pod
+cache, only VPA-matched ones with `--memory-saver`), LoadMetrics (one `metrics.k8s.io` PodMetrics LIST,
+then the OOMs the pod cache's updates revealed), DeleteRemovedPods, UpdateVPAs (recommendations, status
+conditions as upstream sets them, a merge patch on `/status` only when the status changed, at most
+`--update-worker-count` writes in flight), MaintainCheckpoints (oldest-written VPA first, until
+`--checkpoints-timeout` after the loop started but at least one VPA per worker; orphaned checkpoints
+collected every `--checkpoints-gc-interval`) and GarbageCollect (aggregates, hourly); `run_forever()`
+on the `--recommender-interval` ticker with health activity; the upstream `vpa_recommender_*` metrics;
+and the pure helpers this needs (`next_conditions`, `ooms_from_pod_update`).
+
+CPU work (pod intake, samples, estimation) yields to the event loop every `chunk_budget_s` (10 ms),
+because the webhook shares the loop.
+
+Must not: import other components, hold raw API dicts (the kube adapters convert), let one VPA's or one
+step's failure stop the loop, or write a status that did not change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Protocol, TypeVar
+
+import structlog
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from vpa.components.health import HealthState
+from vpa.kube.client import JsonObj, KubeClient
+from vpa.kube.metricsreading import MetricsRead, PodMetricsReader
+from vpa.kube.statuswriting import CheckpointStore, VpaStatusWriter
+from vpa.kube.targets import Resolution, TargetResolver
+from vpa.logic.aggregation import OomRejected
+from vpa.logic.checkpointing import CheckpointError, checkpoint_name, checkpoint_status
+from vpa.logic.recommender_cluster import ContainerId, PodId, UnknownContainerError
+from vpa.logic.recommending import RecommenderConfig, RecommenderCore, compute_recommendation
+from vpa.model.clock import Clock
+from vpa.model.features import FeatureGates
+from vpa.model.pod import PodView
+from vpa.model.selector import Selector
+from vpa.model.settings import CommonSettings, RecommenderSettings
+from vpa.model.vpa import Condition, ConditionType, TargetRef, VpaStatus, VpaView
+
+log = structlog.get_logger(__name__)
+
+T = TypeVar("T")
+COMPONENT: Final = "recommender"
+STEPS: Final = ("LoadVPAs", "LoadPods", "LoadMetrics", "DeleteRemovedPods", "UpdateVPAs",
+                "MaintainCheckpoints", "GarbageCollect", "total")
+OOM_QUEUE_SIZE: Final = 5000  # upstream's OOM channel capacity
+NO_PODS_MATCHED_REASON: Final = "NoPodsMatched"
+NO_PODS_MATCHED_MESSAGE: Final = "No pods match this VPA object"
+_EXECUTION_BUCKETS: Final = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0,
+                             300.0)
+_RECOMMENDATION_LATENCY_BUCKETS: Final = (1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0, 900.0,
+                                          1200.0, 1800.0)
+
+
+# --------------------------------------------------------------------------------------- I/O seams
+
+
+class ObjectSource(Protocol[T]):
+    """What the loop reads of a watch cache (`vpa.kube.watching.WatchCache` fits)."""
+
+    def list(self) -> list[T]: ...
+
+    def on_update(self, handler: Callable[[T, T], None]) -> None: ...
+
+
+class MetricsSource(Protocol):
+    @property
+    def client_name(self) -> str: ...
+
+    async def read(self) -> MetricsRead: ...
+
+
+class Resolver(Protocol):
+    async def resolve(self, namespace: str, target: TargetRef | None) -> Resolution: ...
+
+    def forget_unused(self) -> None: ...
+
+
+class StatusSink(Protocol):
+    async def write(self, namespace: str, name: str, status: VpaStatus) -> None: ...
+
+
+class CheckpointSink(Protocol):
+    async def list(self) -> list[JsonObj]: ...
+
+    async def write(self, namespace: str, name: str, vpa_name: str, container_name: str,
+                    status: Mapping[str, Any]) -> None: ...
+
+    async def delete(self, namespace: str, name: str) -> None: ...
+
+
+# ------------------------------------------------------------------------------------ pure helpers
+
+
+def _set_condition(conditions: dict[str, Condition], condition_type: str, status: bool, reason: str,
+                   message: str, now: float) -> None:
+    """Upstream `Conditions.Set`: the transition time is kept while the status value stays the same."""
+    value = "True" if status else "False"
+    old = conditions.get(condition_type)
+    since = old.last_transition_time if old is not None and old.status == value else float(math.floor(now))
+    conditions[condition_type] = Condition(condition_type, value, since, reason, message)
+
+
+def next_conditions(previous: Iterable[Condition], *, unsupported: str | None, pods_matched: bool,
+                    has_recommendation: bool, now: float) -> tuple[Condition, ...]:
+    """The VPA conditions after a loop (spec §1.6, §3.3), sorted by type.
+
+    ConfigDeprecated is always removed; ConfigUnsupported is set (with the message) or removed;
+    NoPodsMatched is set when no pod matches and removed otherwise; RecommendationProvided is True with an
+    empty reason when a recommendation exists, else False (with the NoPodsMatched reason when no pod
+    matches). Conditions this code does not manage are kept as they are.
+    """
+    conditions = {c.type: c for c in previous}
+    conditions.pop(ConditionType.CONFIG_DEPRECATED, None)
+    if unsupported is None:
+        conditions.pop(ConditionType.CONFIG_UNSUPPORTED, None)
+    else:
+        _set_condition(conditions, ConditionType.CONFIG_UNSUPPORTED, True, "", unsupported, now)
+    reason = message = ""
+    if pods_matched:
+        conditions.pop(ConditionType.NO_PODS_MATCHED, None)
+    else:
+        reason, message = NO_PODS_MATCHED_REASON, NO_PODS_MATCHED_MESSAGE
+        _set_condition(conditions, ConditionType.NO_PODS_MATCHED, True, reason, message, now)
+    if has_recommendation:
+        _set_condition(conditions, ConditionType.RECOMMENDATION_PROVIDED, True, "", "", now)
+    else:
+        _set_condition(conditions, ConditionType.RECOMMENDATION_PROVIDED, False, reason, message, now)
+    return tuple(conditions[key] for key in sorted(conditions))
+
+
+@dataclass(frozen=True, slots=True)
+class OomKill:
+    container_id: ContainerId
+    timestamp: float
+    memory_bytes: int
+
+
+def ooms_from_pod_update(old: PodView, new: PodView) -> list[OomKill]:
+    """OOM kills revealed by one pod update (upstream's OOM observer, spec §3.2).
+
+    (a) the container's current state is Terminated/OOMKilled and it was not terminated before (or it
+    restarted since): time = that state's finishedAt, memory = the new pod's request; (b) it restarted
+    (restartCount grew) and its last termination was OOMKilled: time = that finishedAt, memory = the old
+    pod's request. Callers de-duplicate by finishedAt, so one kill seen both ways counts once.
+    """
+    kills: list[OomKill] = []
+    pod_id = PodId(new.namespace, new.name)
+    for status in new.container_statuses:
+        old_status = old.container_status(status.name)
+        if old_status is None:
+            continue
+        restarted = status.restart_count > old_status.restart_count
+        if (status.state == "terminated" and status.state_reason == "OOMKilled"
+                and (old_status.state != "terminated" or restarted) and status.state_finished_at is not None):
+            memory = new.current_requests(status.name).memory_bytes or 0
+            kills.append(OomKill(ContainerId(pod_id, status.name), status.state_finished_at, memory))
+        elif (restarted and status.last_terminated_reason == "OOMKilled"
+              and status.last_terminated_at is not None):
+            memory = old.current_requests(status.name).memory_bytes or 0
+            kills.append(OomKill(ContainerId(pod_id, status.name), status.last_terminated_at, memory))
+    return kills
+
+
+# ------------------------------------------------------------------------------------------ metrics
+
+
+class RecommenderMetrics:
+    """Upstream's `vpa_recommender_*` metrics, plus two counters of our own for skipped inputs."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.execution_latency = Histogram(
+            "vpa_recommender_execution_latency_seconds",
+            "Time spent in various parts of VPA Recommender main loop.", ["step"],
+            buckets=_EXECUTION_BUCKETS, registry=registry)
+        self.vpa_objects = Gauge(
+            "vpa_recommender_vpa_objects_count", "Number of VPA objects present in the cluster.",
+            ["update_mode", "has_recommendation", "api", "matches_pods", "unsupported_config"],
+            registry=registry)
+        self.recommendation_latency = Histogram(
+            "vpa_recommender_recommendation_latency_seconds",
+            "Time elapsed from creating a valid VPA configuration to the first recommendation.",
+            buckets=_RECOMMENDATION_LATENCY_BUCKETS, registry=registry)
+        self.aggregate_states = Gauge(
+            "vpa_recommender_aggregate_container_states_count",
+            "Number of aggregate container states being tracked by the recommender", registry=registry)
+        # A gauge that only goes up: upstream's counter name has no `_total`, which prometheus_client would
+        # append to a Counter; dashboards use rate()/increase() on it either way.
+        self.metric_server_responses = Gauge(
+            "vpa_recommender_metric_server_responses",
+            "Count of responses to queries to metrics server (monotonic).", ["is_error", "client_name"],
+            registry=registry)
+        self.skipped = Counter(
+            "vpa_recommender_skipped_inputs",
+            "Inputs the recommender skipped (malformed checkpoints, unknown containers, rejected OOMs).",
+            ["what"], registry=registry)
+        self.write_errors = Counter(
+            "vpa_recommender_write_errors", "Failed writes of VPA status or checkpoints.", ["what"],
+            registry=registry)
+
+
+# ------------------------------------------------------------------------------------------ the loop
+
+
+J = TypeVar("J")
+
+
+async def _produce_and_write(produce: Callable[[Callable[[J], Awaitable[None]]], Awaitable[None]],
+                             write: Callable[[J], Awaitable[None]], workers: int) -> None:
+    """One producer (the CPU work, paced by itself) feeding `workers` concurrent writers through a short
+    queue: CPU work stays in one task, so it yields to timers, and at most `workers` writes are in flight."""
+    queue: asyncio.Queue[J] = asyncio.Queue(maxsize=max(1, workers))
+    done = object()
+
+    async def worker() -> None:
+        while True:
+            item = await queue.get()
+            if item is done:
+                return
+            await write(item)
+
+    tasks = [asyncio.create_task(worker()) for _ in range(max(1, workers))]
+    try:
+        await produce(queue.put)
+        for _ in tasks:
+            await queue.put(done)  # type: ignore[arg-type]
+        await asyncio.gather(*tasks)
+    finally:
+        for task in tasks:
+            task.cancel()
+
+
+class _Pacer:
+    """Yields to the event loop once `budget_s` of CPU time has been spent since the last yield."""
+
+    __slots__ = ("budget_s", "started")
+
+    def __init__(self, budget_s: float) -> None:
+        self.budget_s = budget_s
+        self.started = time.perf_counter()
+
+    def due(self) -> bool:
+        return time.perf_counter() - self.started >= self.budget_s
+
+    async def pause(self) -> None:
+        await asyncio.sleep(0)
+        self.started = time.perf_counter()
+
+
+@dataclass(slots=True)
+class _TrackedVpa:
+    view: VpaView
+    resolution: Resolution
+
+
+@dataclass(slots=True)
+class LoopReport:
+    """What one `run_once` did (for tests, logs and the benchmark)."""
+
+    vpas: int = 0
+    pods: int = 0
+    samples: int = 0
+    samples_skipped: int = 0
+    ooms: int = 0
+    metrics_error: str | None = None
+    status_writes: int = 0
+    status_write_errors: int = 0
+    checkpoints_written: int = 0
+    checkpoint_errors: int = 0
+    checkpoints_collected: int = 0
+    aggregates_collected: int = 0
+    step_seconds: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class RestoreReport:
+    loaded: int = 0
+    skipped: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+class Recommender:
+    """One recommender: its cluster state, its inputs and outputs, its metrics. See the module docstring."""
+
+    def __init__(
+        self,
+        settings: RecommenderSettings,
+        *,
+        pods: ObjectSource[PodView],
+        vpas: ObjectSource[VpaView],
+        clock: Clock,
+        metrics_source: MetricsSource,
+        resolver: Resolver,
+        status_writer: StatusSink,
+        checkpoints: CheckpointSink,
+        registry: CollectorRegistry | None = None,
+        health: HealthState | None = None,
+        namespace: str = "",
+        ignored_namespaces: Iterable[str] = (),
+        per_vpa_config: bool = False,
+        chunk_budget_s: float = 0.01,
+    ) -> None:
+        self.settings = settings
+        self._pods = pods
+        self._vpas = vpas
+        self._clock = clock
+        self._metrics_source = metrics_source
+        self._resolver = resolver
+        self._status_writer = status_writer
+        self._checkpoints = checkpoints
+        self.metrics = RecommenderMetrics(registry if registry is not None else CollectorRegistry())
+        self._health = health
+        self._namespace = namespace
+        self._ignored = frozenset(ns for ns in ignored_namespaces if ns)
+        self._config = RecommenderConfig.from_settings(settings, per_vpa_config=per_vpa_config)
+        self._chunk_budget_s = chunk_budget_s
+        self._ooms: deque[OomKill] = deque(maxlen=OOM_QUEUE_SIZE)
+        self._last_oom: dict[PodId, dict[str, float]] = {}
+        self.reset()
+        pods.on_update(self._on_pod_update)
+        if settings.storage == "prometheus":
+            log.warning("recommender_prometheus_storage_not_supported",
+                        detail="--storage=prometheus is not implemented; history comes from checkpoints")
+
+    @classmethod
+    def from_client(
+        cls,
+        settings: RecommenderSettings,
+        *,
+        common: CommonSettings,
+        gates: FeatureGates,
+        client: KubeClient,
+        pods: ObjectSource[PodView],
+        vpas: ObjectSource[VpaView],
+        clock: Clock,
+        registry: CollectorRegistry,
+        health: HealthState | None = None,
+    ) -> Recommender:
+        """The production wiring: the kube adapters on the process's shared client."""
+        namespace = common.vpa_object_namespace or None
+        return cls(
+            settings, pods=pods, vpas=vpas, clock=clock,
+            metrics_source=PodMetricsReader(client, namespace),
+            resolver=TargetResolver(client, clock, namespace=namespace),
+            status_writer=VpaStatusWriter(client),
+            checkpoints=CheckpointStore(client, namespace),
+            registry=registry, health=health, namespace=common.vpa_object_namespace,
+            ignored_namespaces=common.ignored_vpa_object_namespaces, per_vpa_config=gates.per_vpa_config,
+        )
+
+    def reset(self) -> None:
+        """Forget everything learnt (a new leader term starts from checkpoints, as a new process would)."""
+        self.core = RecommenderCore(self._config)
+        self._tracked: dict[tuple[str, str], _TrackedVpa] = {}
+        self._applied_pods: dict[PodId, PodView] = {}
+        self._written: dict[tuple[str, str], tuple[str, VpaStatus]] = {}
+        self._ooms.clear()
+        self._last_oom.clear()
+        self._last_checkpoint_gc: float | None = None
+        self.loops = 0
+        self.last_report: LoopReport | None = None
+
+    # ---------------------------------------------------------------------------------- selection
+
+    def handles(self, vpa: VpaView) -> bool:
+        """Spec §3.4: the recommender name, then the namespace filters."""
+        if not vpa.handled_by(self.settings.recommender_name):
+            return False
+        if self._namespace and vpa.namespace != self._namespace:
+            return False
+        return vpa.namespace not in self._ignored
+
+    @property
+    def tracked(self) -> Mapping[tuple[str, str], _TrackedVpa]:
+        return self._tracked
+
+    # ------------------------------------------------------------------------------- OOM observer
+
+    def _on_pod_update(self, old: PodView, new: PodView) -> None:
+        for kill in ooms_from_pod_update(old, new):
+            seen = self._last_oom.setdefault(kill.container_id.pod, {})
+            if seen.get(kill.container_id.container_name) == kill.timestamp:
+                continue
+            seen[kill.container_id.container_name] = kill.timestamp
+            self._ooms.append(kill)
+
+    # ------------------------------------------------------------------------------------ running
+
+    async def run_forever(self) -> None:
+        """Restore from checkpoints, then `run_once` on every tick of `--recommender-interval` (the first
+        one an interval after start, as upstream's ticker). Health activity is reported per loop."""
+        interval = self.settings.recommender_interval_s
+        self.reset()
+        if self._health is not None:
+            self._health.add_activity(COMPONENT, 5 * interval)
+        try:
+            await self.restore()
+            next_tick = self._clock.monotonic() + interval
+            while True:
+                await self._clock.sleep(max(0.0, next_tick - self._clock.monotonic()))
+                try:
+                    await self.run_once()
+                except Exception:
+                    log.exception("recommender_loop_failed")
+                else:
+                    if self._health is not None:
+                        self._health.record_activity(COMPONENT)
+                now = self._clock.monotonic()
+                next_tick += interval
+                if next_tick <= now:  # overran: skip the missed ticks, as a Go ticker drops them
+                    next_tick += math.ceil((now - next_tick) / interval) * interval
+        finally:
+            if self._health is not None:
+                # Not leading any more: no activity expected until the next term starts.
+                self._health.add_activity(COMPONENT, 5 * interval)
+
+    async def restore(self) -> RestoreReport:
+        """Load VPAs, then every checkpoint of a handled VPA into its initial state. A malformed
+        checkpoint is skipped with a warning and counted; a failed LIST only costs the history."""
+        report = RestoreReport()
+        await self._load_vpas(LoopReport(), self._clock.now())
+        try:
+            items = await self._checkpoints.list()
+        except Exception as err:
+            log.warning("recommender_checkpoint_list_failed", error=str(err))
+            report.errors.append(str(err))
+            return report
+        now = self._clock.now()
+        cluster = self.core.cluster
+        for item in items:
+            metadata = item.get("metadata") or {}
+            spec = item.get("spec") or {}
+            namespace = str(metadata.get("namespace") or "")
+            name = str(metadata.get("name") or "")
+            vpa_name, container = spec.get("vpaObjectName"), spec.get("containerName")
+            if (namespace, vpa_name) not in self._tracked:
+                continue  # another recommender's, an ignored namespace's, or an orphan (GC deletes it)
+            try:
+                if not isinstance(vpa_name, str) or not isinstance(container, str) or not container:
+                    raise CheckpointError("spec.vpaObjectName and spec.containerName must be strings")
+                cluster.load_checkpoint(namespace, vpa_name, container, item.get("status"), now)
+            except (CheckpointError, KeyError) as err:
+                report.skipped += 1
+                report.errors.append(f"{namespace}/{name}: {err}")
+                self.metrics.skipped.labels(what="malformed_checkpoint").inc()
+                log.warning("recommender_checkpoint_skipped", checkpoint=f"{namespace}/{name}",
+                            error=str(err))
+                continue
+            report.loaded += 1
+        log.info("recommender_restored_checkpoints", loaded=report.loaded, skipped=report.skipped)
+        return report
+
+    async def run_once(self) -> LoopReport:
+        """One loop. Each step's failure is logged and the loop goes on; nothing here raises for API
+        errors."""
+        report = LoopReport()
+        started = time.perf_counter()
+        deadline = self._clock.monotonic() + self.settings.checkpoints_timeout_s
+        steps: list[tuple[str, Callable[[], Awaitable[None]]]] = []
+        now = self._clock.now()
+        steps.append(("LoadVPAs", lambda: self._load_vpas(report, now)))
+        live_pods: set[PodId] = set()
+        steps.append(("LoadPods", lambda: self._load_pods(report, now, live_pods)))
+        steps.append(("LoadMetrics", lambda: self._load_metrics(report)))
+        steps.append(("DeleteRemovedPods", lambda: self._delete_removed_pods(live_pods)))
+        steps.append(("UpdateVPAs", lambda: self._update_vpas(report, now)))
+        steps.append(("MaintainCheckpoints", lambda: self._maintain_checkpoints(report, now, deadline)))
+        steps.append(("GarbageCollect", lambda: self._garbage_collect(report, now)))
+        for step, run in steps:
+            step_started = time.perf_counter()
+            try:
+                await run()
+            except Exception:
+                log.exception("recommender_step_failed", step=step)
+            elapsed = time.perf_counter() - step_started
+            report.step_seconds[step] = elapsed
+            self.metrics.execution_latency.labels(step=step).observe(elapsed)
+        total = time.perf_counter() - started
+        report.step_seconds["total"] = total
+        self.metrics.execution_latency.labels(step="total").observe(total)
+        self.metrics.aggregate_states.set(len(self.core.cluster.aggregates))
+        self.loops += 1
+        self.last_report = report
+        log.info("recommender_loop_done", vpas=report.vpas, pods=report.pods, samples=report.samples,
+                 status_writes=report.status_writes, checkpoints=report.checkpoints_written,
+                 seconds=round(total, 3))
+        return report
+
+    # -------------------------------------------------------------------------------------- steps
+
+    async def _load_vpas(self, report: LoopReport, now: float) -> None:
+        handled = [vpa for vpa in self._vpas.list() if self.handles(vpa)]
+        resolutions: list[Resolution] = []
+        batch = max(1, self.settings.update_worker_count) * 10
+        for start in range(0, len(handled), batch):
+            chunk = handled[start:start + batch]
+            resolutions.extend(await asyncio.gather(
+                *(self._resolver.resolve(vpa.namespace, vpa.target_ref) for vpa in chunk)))
+        cluster = self.core.cluster
+        pacer = _Pacer(self._chunk_budget_s)
+        keep: set[tuple[str, str]] = set()
+        for vpa, resolution in zip(handled, resolutions, strict=True):
+            key = (vpa.namespace, vpa.name)
+            keep.add(key)
+            selector = resolution.selector if resolution.ok and resolution.selector is not None \
+                else Selector.nothing()
+            cluster.add_or_update_vpa(vpa, selector)
+            self._tracked[key] = _TrackedVpa(vpa, resolution)
+            if pacer.due():
+                await pacer.pause()
+        for key in [k for k in self._tracked if k not in keep]:
+            del self._tracked[key]
+            self._written.pop(key, None)
+            cluster.delete_vpa(*key)
+        report.vpas = len(self._tracked)
+
+    def _selectors_by_namespace(self) -> dict[str, list[Selector]]:
+        out: dict[str, list[Selector]] = {}
+        for (namespace, _), tracked in self._tracked.items():
+            if tracked.resolution.ok and tracked.resolution.selector is not None:
+                out.setdefault(namespace, []).append(tracked.resolution.selector)
+        return out
+
+    async def _load_pods(self, report: LoopReport, now: float, live: set[PodId]) -> None:
+        cluster = self.core.cluster
+        applied = self._applied_pods
+        selectors = self._selectors_by_namespace() if self.settings.memory_saver else None
+        pacer = _Pacer(self._chunk_budget_s)
+        for pod in self._pods.list():
+            if pod.phase in ("", "Pending"):
+                continue
+            if selectors is not None and not any(
+                    s.matches(pod.labels) for s in selectors.get(pod.namespace, ())):
+                continue
+            pod_id = PodId(pod.namespace, pod.name)
+            live.add(pod_id)
+            if applied.get(pod_id) is pod:
+                continue  # unchanged since the last loop: the watch cache hands out a new view on change
+            cluster.add_or_update_pod(pod_id, pod.labels, pod.phase, now)
+            for container in pod.containers:
+                cluster.add_or_update_container(ContainerId(pod_id, container.name),
+                                                pod.current_requests(container.name), now)
+            applied[pod_id] = pod
+            if pacer.due():
+                await pacer.pause()
+        report.pods = len(live)
+
+    async def _load_metrics(self, report: LoopReport) -> None:
+        cluster = self.core.cluster
+        name = self._metrics_source.client_name
+        try:
+            read = await self._metrics_source.read()
+        except Exception as err:
+            # Keep what we know; the next loop asks again.
+            report.metrics_error = str(err)
+            self.metrics.metric_server_responses.labels(is_error="true", client_name=name).inc()
+            log.error("recommender_metrics_unavailable", error=str(err))
+            read = MetricsRead([])
+        else:
+            self.metrics.metric_server_responses.labels(is_error="false", client_name=name).inc()
+        if read.malformed:
+            self.metrics.skipped.labels(what="malformed_pod_metrics").inc(read.malformed)
+        pacer = _Pacer(self._chunk_budget_s)
+        for usage in read.pods:
+            pod_id = PodId(usage.namespace, usage.name)
+            for container in usage.containers:
+                container_id = ContainerId(pod_id, container.name)
+                try:
+                    if container.cpu_millicores is not None and cluster.add_cpu_sample(
+                            container_id, container.cpu_millicores, usage.timestamp):
+                        report.samples += 1
+                    if container.memory_bytes is not None and cluster.add_memory_sample(
+                            container_id, container.memory_bytes, usage.timestamp):
+                        report.samples += 1
+                except UnknownContainerError:
+                    report.samples_skipped += 1  # not tracked: Pending, init container, memory saver
+            if pacer.due():
+                await pacer.pause()
+        while self._ooms:
+            kill = self._ooms.popleft()
+            try:
+                cluster.record_oom(kill.container_id, kill.timestamp, kill.memory_bytes)
+                report.ooms += 1
+            except (UnknownContainerError, OomRejected) as err:
+                self.metrics.skipped.labels(what="oom").inc()
+                log.info("recommender_oom_skipped", container=str(kill.container_id), error=str(err))
+
+    async def _delete_removed_pods(self, live: set[PodId]) -> None:
+        cluster = self.core.cluster
+        for pod_id in [p for p in cluster.pod_ids() if p not in live]:
+            cluster.delete_pod(pod_id)
+            self._applied_pods.pop(pod_id, None)
+            self._last_oom.pop(pod_id, None)
+
+    async def _update_vpas(self, report: LoopReport, now: float) -> None:
+        """Compute every VPA's status (paced, in this task) and hand the changed ones to the writers."""
+        cluster = self.core.cluster
+        core = self.core
+        counts: dict[tuple[str, str, str, str], int] = {}
+        pacer = _Pacer(self._chunk_budget_s)
+
+        async def produce(put: Callable[[tuple[tuple[str, str], VpaStatus]], Awaitable[None]]) -> None:
+            for key, tracked in list(self._tracked.items()):
+                view = tracked.view
+                try:
+                    recommendation = compute_recommendation(view, cluster.merged_states(*key),
+                                                            core.recommender, core.config)
+                    pods_matched = cluster.matching_pod_count(*key) > 0
+                except Exception:
+                    log.exception("recommender_vpa_failed", vpa=view.key)
+                    continue
+                has_recommendation = not recommendation.is_empty()
+                old = view.status
+                provided = old.condition(ConditionType.RECOMMENDATION_PROVIDED)
+                had = (provided is not None and provided.is_true and old.recommendation is not None
+                       and not old.recommendation.is_empty())
+                if has_recommendation and not had and view.creation_timestamp:
+                    self.metrics.recommendation_latency.observe(max(0.0, now - view.creation_timestamp))
+                conditions = next_conditions(old.conditions, unsupported=tracked.resolution.unsupported,
+                                             pods_matched=pods_matched, has_recommendation=has_recommendation,
+                                             now=now)
+                status = VpaStatus(recommendation, conditions, view.generation)
+                mode = view.update_policy.update_mode
+                label = (mode.value if mode is not None else "", str(has_recommendation).lower(),
+                         str(pods_matched).lower(), str(tracked.resolution.unsupported is not None).lower())
+                counts[label] = counts.get(label, 0) + 1
+                # Written only when it differs from the cached object's status, and not again while the
+                # cache has not caught up with our own previous write.
+                if status != old and self._written.get(key) != (view.resource_version, status):
+                    self._written[key] = (view.resource_version, status)
+                    await put((key, status))
+                if pacer.due():
+                    await pacer.pause()
+
+        async def write(item: tuple[tuple[str, str], VpaStatus]) -> None:
+            key, status = item
+            try:
+                await self._status_writer.write(key[0], key[1], status)
+                report.status_writes += 1
+            except Exception as err:
+                self._written.pop(key, None)  # try again next loop
+                report.status_write_errors += 1
+                self.metrics.write_errors.labels(what="status").inc()
+                log.warning("recommender_status_write_failed", vpa=f"{key[0]}/{key[1]}", error=str(err))
+
+        await _produce_and_write(produce, write, self.settings.update_worker_count)
+        self.metrics.vpa_objects.clear()
+        for (mode_label, has_rec, matches, unsupported), n in counts.items():
+            self.metrics.vpa_objects.labels(update_mode=mode_label, has_recommendation=has_rec, api="v1",
+                                            matches_pods=matches, unsupported_config=unsupported).set(n)
+
+    async def _maintain_checkpoints(self, report: LoopReport, now: float, deadline: float) -> None:
+        """Oldest-written VPAs first, until the deadline but at least one VPA per worker (spec §3.11).
+        Checkpoint content is computed here, paced; the workers only write."""
+        cluster = self.core.cluster
+        workers = max(1, self.settings.update_worker_count)
+        order = sorted(
+            (key for key, tracked in self._tracked.items() if not self._fetching_history(tracked.view)),
+            key=lambda k: (cluster.checkpoint_written(*k) or -math.inf, k))
+        pacer = _Pacer(self._chunk_budget_s)
+        Job = tuple[tuple[str, str], list[tuple[str, dict[str, object]]]]
+
+        async def produce(put: Callable[[Job], Awaitable[None]]) -> None:
+            for produced, key in enumerate(order):
+                if produced >= workers and self._clock.monotonic() >= deadline:
+                    return
+                try:
+                    states = cluster.checkpoint_states(*key, now)
+                    payload = [(container, checkpoint_status(state, now))
+                               for container, state in sorted(states.items())]
+                except Exception:
+                    log.exception("recommender_checkpoint_failed", vpa=f"{key[0]}/{key[1]}")
+                    continue
+                await put((key, payload))
+                if pacer.due():
+                    await pacer.pause()
+
+        async def write(job: Job) -> None:
+            key, payload = job
+            try:
+                for container, status in payload:
+                    await self._checkpoints.write(key[0], checkpoint_name(key[1], container), key[1],
+                                                  container, status)
+                    report.checkpoints_written += 1
+                cluster.mark_checkpoint_written(*key, now)
+            except Exception as err:
+                report.checkpoint_errors += 1
+                self.metrics.write_errors.labels(what="checkpoint").inc()
+                log.warning("recommender_checkpoint_write_failed", vpa=f"{key[0]}/{key[1]}", error=str(err))
+
+        await _produce_and_write(produce, write, workers)
+        if self._last_checkpoint_gc is None:
+            self._last_checkpoint_gc = now  # upstream: the first collection comes one interval after start
+        elif now - self._last_checkpoint_gc >= self.settings.checkpoints_gc_interval_s:
+            self._last_checkpoint_gc = now
+            report.checkpoints_collected = await self._collect_checkpoints()
+
+    @staticmethod
+    def _fetching_history(view: VpaView) -> bool:
+        condition = view.status.condition(ConditionType.FETCHING_HISTORY)
+        return condition is not None and condition.is_true
+
+    async def _collect_checkpoints(self) -> int:
+        """Delete checkpoints whose VPA no longer exists (any recommender's VPAs count as existing)."""
+        existing = {(vpa.namespace, vpa.name) for vpa in self._vpas.list()}
+        deleted = 0
+        for item in await self._checkpoints.list():
+            metadata = item.get("metadata") or {}
+            namespace = str(metadata.get("namespace") or "")
+            if namespace in self._ignored or (self._namespace and namespace != self._namespace):
+                continue
+            vpa_name = (item.get("spec") or {}).get("vpaObjectName")
+            if (namespace, vpa_name) in existing:
+                continue
+            try:
+                await self._checkpoints.delete(namespace, str(metadata.get("name") or ""))
+                deleted += 1
+            except Exception as err:
+                self.metrics.write_errors.labels(what="checkpoint_gc").inc()
+                log.warning("recommender_checkpoint_gc_failed",
+                            checkpoint=f"{namespace}/{metadata.get('name')}", error=str(err))
+        log.info("recommender_checkpoints_collected", deleted=deleted)
+        return deleted
+
+    async def _garbage_collect(self, report: LoopReport, now: float) -> None:
+        cluster = self.core.cluster
+        finished = cluster.pods_needing_controller_check()
+        with_controller: list[PodId] = []
+        if finished:
+            selectors = self._selectors_by_namespace()
+            views = {PodId(p.namespace, p.name): p for p in self._applied_pods.values()}
+            for pod_id in finished:
+                pod = views.get(pod_id)
+                matching = selectors.get(pod_id.namespace, ())
+                if pod is not None and any(s.matches(pod.labels) for s in matching):
+                    with_controller.append(pod_id)
+        report.aggregates_collected = len(cluster.maybe_garbage_collect(now, with_controller))
+        self._resolver.forget_unused()

@@ -1,0 +1,86 @@
+"""The recommender's writes: VPA `status` and VerticalPodAutoscalerCheckpoint objects.
+
+Owns: `VpaStatusWriter` (a JSON merge patch of the whole `status` on the `/status` subresource, with the
+explicit merge-patch content type; retried by the client like any idempotent call) and `CheckpointStore`
+(listing checkpoints, all namespaces or one; writing one as upstream's `CreateOrUpdateVpaCheckpoint`
+does — replace `/status` with a JSON patch, create the object when it does not exist yet; deleting one).
+
+Must not: decide whether a write is needed (the recommender compares statuses), build status or
+checkpoint content (`vpa.kube.converting` and `vpa.logic.checkpointing` do), or swallow errors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from vpa.kube.client import ApiError, JsonObj, KubeClient, api_path
+from vpa.kube.converting import vpa_status_to_dict
+from vpa.model.vpa import VpaStatus
+
+VPA_GROUP: Final = "autoscaling.k8s.io"
+VPA_VERSION: Final = "v1"
+VPAS: Final = "verticalpodautoscalers"
+CHECKPOINTS: Final = "verticalpodautoscalercheckpoints"
+
+
+class VpaStatusWriter:
+    """Writes a VPA's status with a merge patch on `/status`."""
+
+    def __init__(self, client: KubeClient) -> None:
+        self._client = client
+
+    async def write(self, namespace: str, name: str, status: VpaStatus) -> None:
+        await self._client.patch_custom_object(
+            VPA_GROUP, VPA_VERSION, VPAS, namespace, name, {"status": vpa_status_to_dict(status)},
+            subresource="status",
+        )
+
+
+class CheckpointStore:
+    """VerticalPodAutoscalerCheckpoint objects: list, create-or-update, delete."""
+
+    def __init__(self, client: KubeClient, namespace: str | None = None) -> None:
+        self._client = client
+        self._namespace = namespace or None
+
+    async def list(self) -> list[JsonObj]:
+        """Every checkpoint (in the configured namespace, if any), paged."""
+        path = api_path(VPA_GROUP, VPA_VERSION, CHECKPOINTS, namespace=self._namespace)
+        out: list[JsonObj] = []
+        continue_token = ""
+        while True:
+            query: dict[str, str | int | bool] = {"limit": 500}
+            if continue_token:
+                query["continue"] = continue_token
+            page = await self._client.get(path, query=query, timeout_s=60.0)
+            out.extend(item for item in page.get("items") or () if isinstance(item, dict))
+            continue_token = str((page.get("metadata") or {}).get("continue") or "")
+            if not continue_token:
+                return out
+
+    async def write(self, namespace: str, name: str, vpa_name: str, container_name: str,
+                    status: Mapping[str, Any]) -> None:
+        """Replace the checkpoint's status (a JSON patch, so stale histogram buckets do not survive the
+        way they would under a merge patch); create the object on 404."""
+        path = api_path(VPA_GROUP, VPA_VERSION, CHECKPOINTS, namespace=namespace, name=name)
+        try:
+            # `add` on an existing member replaces it, and also works on an object without a status.
+            await self._client.json_patch(path, [{"op": "add", "path": "/status", "value": status}],
+                                          idempotent=True)
+            return
+        except ApiError as err:
+            if not err.is_not_found:
+                raise
+        body = {
+            "apiVersion": f"{VPA_GROUP}/{VPA_VERSION}",
+            "kind": "VerticalPodAutoscalerCheckpoint",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"vpaObjectName": vpa_name, "containerName": container_name},
+            "status": dict(status),
+        }
+        await self._client.create(api_path(VPA_GROUP, VPA_VERSION, CHECKPOINTS, namespace=namespace), body)
+
+    async def delete(self, namespace: str, name: str) -> None:
+        path = api_path(VPA_GROUP, VPA_VERSION, CHECKPOINTS, namespace=namespace, name=name)
+        await self._client.delete(path)
