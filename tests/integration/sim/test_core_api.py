@@ -511,6 +511,20 @@ async def test_field_validation_modes_for_custom_resources(http: aiohttp.ClientS
 
 
 async def test_discovery_and_misc_errors(http: aiohttp.ClientSession) -> None:
+    aggregated = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
+    async with http.get("/apis", headers={"Accept": aggregated}) as r:
+        assert r.headers["Content-Type"].startswith("application/json;g=apidiscovery.k8s.io;v=v2")
+        groups = {g["metadata"]["name"]: g for g in (await r.json())["items"]}
+    apps = {res["resource"]: res for res in groups["apps"]["versions"][0]["resources"]}
+    assert apps["deployments"]["scope"] == "Namespaced"
+    assert {s["subresource"]: s["responseKind"]["kind"] for s in apps["deployments"]["subresources"]} == {
+        "status": "Deployment",
+        "scale": "Scale",
+    }
+    async with http.get("/api", headers={"Accept": aggregated}) as r:
+        (core,) = (await r.json())["items"]
+    assert core["metadata"]["name"] == ""
+    assert "pods" in {res["resource"] for res in core["versions"][0]["resources"]}
     async with http.get("/apis/apps/v1") as r:
         doc = await r.json()
     by_name = {res["name"]: res for res in doc["resources"]}
@@ -553,3 +567,29 @@ async def test_in_process_subscription_registers_at_call_time(cluster: SimCluste
     assert len(store.watchers["configmaps"]) == 1
     await sub.aclose()  # type: ignore[attr-defined]
     assert len(store.watchers["configmaps"]) == 0
+
+
+async def test_delete_response_shapes(cluster: SimCluster, http: aiohttp.ClientSession) -> None:
+    cm = await cluster.store.create("configmaps", {"metadata": {"name": "gone", "namespace": "default"}})
+    async with http.delete("/api/v1/namespaces/default/configmaps/gone") as r:
+        assert r.status == 200
+        body = await r.json()
+    assert body["kind"] == "Status"
+    assert body["status"] == "Success"
+    assert body["details"] == {"name": "gone", "kind": "configmaps", "uid": cm["metadata"]["uid"]}
+    pod = {
+        "metadata": {"name": "p", "namespace": "default"},
+        "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "x"}]},
+    }
+    await cluster.store.create("pods", pod)
+    async with http.delete("/api/v1/namespaces/default/pods/p", json={"gracePeriodSeconds": 10}) as r:
+        assert r.status == 200  # graceful: the object, still present, with its deletion timestamp
+        body = await r.json()
+    assert body["kind"] == "Pod"
+    assert body["metadata"]["deletionGracePeriodSeconds"] == 10
+    async with http.delete("/api/v1/namespaces/default/pods/p", params={"gracePeriodSeconds": "0"}) as r:
+        assert r.status == 200
+        assert (await r.json())["kind"] == "Pod"  # pods return the deleted object
+    assert cluster.store.get("pods", "default", "p") is None
+    async with http.delete("/api/v1/namespaces/default/pods/p") as r:
+        assert r.status == 404

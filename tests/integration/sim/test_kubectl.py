@@ -210,6 +210,11 @@ async def test_patch_types_and_status_subresource(
     await cluster.advance(125)
     _, out, _ = await kubectl.run("get", "vpa", "web-vpa")
     assert out.splitlines()[1].split() == ["web-vpa", "InPlaceOrRecreate", "250m", "300Mi", "True", "2m5s"]
+    _, out, _ = await kubectl.run("describe", "vpa", "web-vpa")
+    assert "Kind:         VerticalPodAutoscaler" in out
+    assert "Update Mode:   InPlaceOrRecreate" in out
+    assert "Container Name:  app" in out
+    assert "Cpu:     250m" in out
     rc, _, err = await kubectl.run(
         "patch", "vpa", "web-vpa", "--type=strategic", "-p", '{"spec":{}}', check=False
     )
