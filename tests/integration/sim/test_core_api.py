@@ -593,3 +593,19 @@ async def test_delete_response_shapes(cluster: SimCluster, http: aiohttp.ClientS
     assert cluster.store.get("pods", "default", "p") is None
     async with http.delete("/api/v1/namespaces/default/pods/p") as r:
         assert r.status == 404
+
+
+async def test_malformed_bodies_are_client_errors(http: aiohttp.ClientSession) -> None:
+    cases = [
+        (b'{"metadata": {"name": 5}}', 400),
+        (b'{"metadata": {"name": "x", "labels": {"a": 1}}}', 400),
+        (b"[1, 2]", 400),
+        (b"{not json", 400),
+        (b'{"metadata": {}}', 422),
+    ]
+    for body, code in cases:
+        async with http.post(
+            "/api/v1/namespaces/default/configmaps", data=body, headers={"Content-Type": "application/json"}
+        ) as r:
+            assert r.status == code, (body, await r.text())
+            assert (await r.json())["kind"] == "Status"

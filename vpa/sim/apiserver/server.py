@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal, cast
 
@@ -48,6 +49,7 @@ from vpa.sim.apiserver.store import (
 )
 from vpa.sim.contracts import ApiError, JsonObj, SubresourceRequest
 
+_log = logging.getLogger(__name__)
 JSON = "application/json"
 _BODY_TYPES = {"application/json", "application/yaml", "application/apply-patch+yaml"}
 SubresourceVerb = Literal["GET", "POST", "PUT", "PATCH"]
@@ -159,7 +161,10 @@ class ApiServer:
             resp = _error_response(err)
         except web.HTTPException:
             raise
-        except (ValueError, TypeError, KeyError) as err:
+        except Exception as err:
+            # A bug or a malformed body the handlers did not anticipate: answer like kube-apiserver's panic
+            # recovery (500 InternalError Status) and keep serving.
+            _log.exception("internal error serving %s %s", request.method, request.path)
             resp = _error_response(ApiError(500, "InternalError", f"Internal error occurred: {err!r}"))
         finally:
             WARNINGS.reset(token)

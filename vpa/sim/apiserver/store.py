@@ -531,6 +531,14 @@ class ObjectStore:
         if not isinstance(md, dict):
             md = obj["metadata"] = {}
         md.pop("managedFields", None)
+        for k in ("name", "generateName", "namespace", "resourceVersion", "uid"):
+            if k in md and md[k] is not None and not isinstance(md[k], str):
+                raise ApiError(
+                    400,
+                    "BadRequest",
+                    f"json: cannot unmarshal {type(md[k]).__name__} into Go struct field "
+                    f"ObjectMeta.metadata.{k} of type string",
+                )
         for k in ("labels", "annotations"):
             v = md.get(k)
             if v is not None and not isinstance(v, dict):
