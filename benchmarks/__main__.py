@@ -15,6 +15,7 @@ BENCHMARKS: dict[str, str] = {
     "recommender_estimation": "benchmarks.recommender_estimation",
     "replay_throughput": "benchmarks.replay_throughput",
     "updater_decisions": "benchmarks.updater_decisions",
+    "recommender_loop": "benchmarks.recommender_loop",
 }
 
 
