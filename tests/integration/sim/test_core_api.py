@@ -609,3 +609,69 @@ async def test_malformed_bodies_are_client_errors(http: aiohttp.ClientSession) -
         ) as r:
             assert r.status == code, (body, await r.text())
             assert (await r.json())["kind"] == "Status"
+
+
+async def test_watch_replays_to_the_same_state_as_list_under_concurrent_writes(
+    cluster: SimCluster, http: aiohttp.ClientSession
+) -> None:
+    """A watcher that applies every event from a LIST's resourceVersion ends with exactly what LIST shows."""
+    import random
+
+    rng = random.Random(7)
+    store = cluster.store
+    for i in range(20):
+        await store.create(
+            "configmaps", {"metadata": {"name": f"c{i}", "namespace": "default"}, "data": {"v": "0"}}
+        )
+    async with http.get("/api/v1/namespaces/default/configmaps") as r:
+        listed = await r.json()
+    state = {o["metadata"]["name"]: o for o in listed["items"]}
+    start_rv = listed["metadata"]["resourceVersion"]
+
+    async def call(method: str, url: str, **kw: Any) -> None:
+        async with http.request(method, url, **kw) as r:
+            await r.read()
+
+    async def writer(w: int) -> None:
+        base = "/api/v1/namespaces/default/configmaps"
+        for step in range(40):
+            name = f"c{rng.randrange(30)}"
+            op = rng.choice(["create", "patch", "patch", "delete"])
+            if op == "create":
+                await call("POST", base, json={"metadata": {"name": name}, "data": {"v": f"{w}-{step}"}})
+            elif op == "patch":
+                await call(
+                    "PATCH",
+                    f"{base}/{name}",
+                    json={"data": {"v": f"{w}-{step}"}},
+                    headers={"Content-Type": "application/merge-patch+json"},
+                )
+            else:
+                await call("DELETE", f"{base}/{name}")
+
+    await asyncio.gather(*(writer(w) for w in range(4)))
+    final_rv = str(store.rv)
+    async with http.get(
+        "/api/v1/namespaces/default/configmaps",
+        params={"watch": "1", "resourceVersion": start_rv, "allowWatchBookmarks": "true"},
+    ) as resp:
+        last = int(start_rv)
+        while True:
+            ev = orjson.loads(await asyncio.wait_for(resp.content.readline(), 5))
+            rv = ev["object"]["metadata"]["resourceVersion"]
+            if ev["type"] == "BOOKMARK":
+                if rv == final_rv:
+                    break
+                continue
+            assert int(rv) > last  # strictly increasing resourceVersions
+            last = int(rv)
+            name = ev["object"]["metadata"]["name"]
+            if ev["type"] == "DELETED":
+                del state[name]
+            else:
+                state[name] = ev["object"]
+            if rv == final_rv:
+                break
+    async with http.get("/api/v1/namespaces/default/configmaps") as r:
+        now = {o["metadata"]["name"]: o for o in (await r.json())["items"]}
+    assert state == now

@@ -230,6 +230,10 @@ def _job_row(o: JsonObj, now: float) -> list[Any]:
     ]
 
 
+def _crd_row(o: JsonObj, now: float) -> list[Any]:
+    return [o["metadata"]["name"], o["metadata"].get("creationTimestamp", "")]
+
+
 _S, _I = "string", "integer"
 BUILTIN: dict[str, tuple[list[Column], Callable[[JsonObj, float], list[Any]]]] = {
     "pods": (
@@ -285,6 +289,10 @@ BUILTIN: dict[str, tuple[list[Column], Callable[[JsonObj, float], list[Any]]]] =
             ("Message", _S, "", 0),
         ],
         _event_row,
+    ),
+    "customresourcedefinitions.apiextensions.k8s.io": (
+        [("Name", _S, "name", 0), ("Created At", "date", "", 0)],
+        _crd_row,
     ),
     "jobs.batch": (
         [("Name", _S, "name", 0), ("Status", _S, "", 0), ("Completions", _S, "", 0), ("Age", _S, "", 0)],
