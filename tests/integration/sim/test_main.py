@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import os
 import signal
+import ssl
 import sys
 import time
 from pathlib import Path
 
+import aiohttp
 import pytest
+import yaml
 
 from vpa.sim.main import build_parser
 
@@ -114,3 +118,40 @@ def test_flags_parse() -> None:
         build_parser().parse_args(["--webhook-service", "nonsense"])
     with pytest.raises(SystemExit):
         build_parser().parse_args(["--kubernetes-version", "1.20"])
+
+
+@pytest.mark.kubectl
+@pytest.mark.skipif(not KUBECTL.exists(), reason="kubectl not installed")
+async def test_vpa_sim_with_cluster_behaviour_and_clock_endpoints(tmp_path: Path) -> None:
+    proc, info = await _start(tmp_path, "--nodes", "2", "--node-cpu", "2", "--time-scale", "0")
+    try:
+        env = dict(os.environ, HOME=str(tmp_path))
+        kubectl = await asyncio.create_subprocess_exec(
+            str(KUBECTL),
+            "--kubeconfig",
+            info["kubeconfig"],
+            "get",
+            "nodes",
+            "-o",
+            "name",
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=env,
+        )
+        out, err = await asyncio.wait_for(kubectl.communicate(), 60)
+        assert kubectl.returncode == 0, err.decode()
+        assert len(out.decode().split()) == 2
+        kubeconfig = yaml.safe_load((tmp_path / "kc").read_text())
+        ca_pem = base64.b64decode(kubeconfig["clusters"][0]["cluster"]["certificate-authority-data"])
+        ctx = ssl.create_default_context(cadata=ca_pem.decode())
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx)) as s:
+            async with s.get(f"{info['API server']}/sim/v1/clock") as r:
+                before = await r.json()
+            assert before["timeScale"] == 0.0
+            async with s.post(f"{info['API server']}/sim/v1/clock/advance", json={"seconds": 3600}) as r:
+                after = await r.json()
+            assert after["now"] == before["now"] + 3600
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        rc = await asyncio.wait_for(proc.wait(), 15)
+    assert rc == 0
