@@ -144,8 +144,9 @@ class Entry:
 
 
 def _free_form(path: str, value: Any) -> bool:
-    return isinstance(value, dict) and (not value or path in FREE_FORM or path in FLAG_MAPS
-                                        or path == "featureGates")
+    return isinstance(value, dict) and (
+        not value or path in FREE_FORM or path in FLAG_MAPS or path == "featureGates"
+    )
 
 
 def walk(values: Mapping[str, Any], descriptions: Mapping[str, str], prefix: str = "") -> Iterator[Entry]:
@@ -220,8 +221,11 @@ def _schema_of(entry: Entry) -> dict[str, Any]:
         schema["type"] = "object"
         schema["additionalProperties"] = False
         schema["properties"] = {
-            gate.name: {"type": "boolean", "description": f"{gate.stage.value}, default {gate.default}. "
-                        + " ".join(gate.effect.split())}
+            gate.name: {
+                "type": "boolean",
+                "description": f"{gate.stage.value}, default {gate.default}. "
+                + " ".join(gate.effect.split()),
+            }
             for gate in features.GATES
         }
     elif entry.group:
@@ -271,8 +275,10 @@ def values_table(entries: Sequence[Entry]) -> str:
         if entry.path == "leaderElection.enabled":
             kind = "bool or null"
         default = "" if entry.group else _default(entry.value)
-        rows.append(f"| `{entry.path}` | {kind if isinstance(kind, str) else 'any'} | {default} | "
-                    f"{_cell(entry.description)} |")
+        rows.append(
+            f"| `{entry.path}` | {kind if isinstance(kind, str) else 'any'} | {default} | "
+            f"{_cell(entry.description)} |"
+        )
     return "\n".join(rows)
 
 
@@ -284,8 +290,10 @@ def flags_tables() -> str:
         parts.append("|---|---|---|---|")
         for flag in flags_for(path):
             default = flag.default_display()
-            parts.append(f"| `{flag.name}` | {flag.kind.type_name} | {_cell(default) if default else ''} | "
-                         f"{_cell(' '.join(flag.help.split()))} |")
+            parts.append(
+                f"| `{flag.name}` | {flag.kind.type_name} | {_cell(default) if default else ''} | "
+                f"{_cell(' '.join(flag.help.split()))} |"
+            )
         parts.append("")
     return "\n".join(parts).rstrip()
 
@@ -299,8 +307,10 @@ def managed_table() -> str:
 def gates_table() -> str:
     rows = ["| Gate | Stage | Default | Effect |", "|---|---|---|---|"]
     for gate in features.GATES:
-        rows.append(f"| `{gate.name}` | {gate.stage.value} | {str(gate.default).lower()} | "
-                    f"{_cell(' '.join(gate.effect.split()))} |")
+        rows.append(
+            f"| `{gate.name}` | {gate.stage.value} | {str(gate.default).lower()} | "
+            f"{_cell(' '.join(gate.effect.split()))} |"
+        )
     return "\n".join(rows)
 
 
