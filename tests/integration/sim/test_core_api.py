@@ -675,3 +675,63 @@ async def test_watch_replays_to_the_same_state_as_list_under_concurrent_writes(
     async with http.get("/api/v1/namespaces/default/configmaps") as r:
         now = {o["metadata"]["name"]: o for o in (await r.json())["items"]}
     assert state == now
+
+
+async def test_events_k8s_io_is_a_view_of_core_events(
+    cluster: SimCluster, http: aiohttp.ClientSession
+) -> None:
+    v1 = "/apis/events.k8s.io/v1/namespaces/default/events"
+    body = {
+        "metadata": {"name": "e1"},
+        "regarding": {"kind": "Pod", "name": "p", "namespace": "default"},
+        "note": "resized in place",
+        "reason": "InPlaceResizedByVPA",
+        "type": "Normal",
+        "reportingController": "vpa-updater",
+        "reportingInstance": "vpa-updater-1",
+        "action": "Resize",
+        "eventTime": "2026-01-01T00:00:00.000000Z",
+    }
+    async with http.post(v1, json=body) as r:
+        assert r.status == 201
+        created = await r.json()
+    assert created["apiVersion"] == "events.k8s.io/v1"
+    assert created["note"] == "resized in place"
+    core = cluster.store.get("events", "default", "e1")
+    assert core is not None
+    assert core["message"] == "resized in place"
+    assert core["involvedObject"]["name"] == "p"
+    assert core["reportingComponent"] == "vpa-updater"
+    # A core/v1 Event shows up through events.k8s.io/v1, on LIST and on WATCH.
+    async with http.get(
+        v1, params={"watch": "1", "resourceVersion": created["metadata"]["resourceVersion"]}
+    ) as w:
+        await cluster.store.create(
+            "events",
+            {
+                "metadata": {"name": "e2", "namespace": "default"},
+                "involvedObject": {"kind": "Pod", "name": "q", "namespace": "default"},
+                "message": "evicted",
+                "reason": "EvictedByVPA",
+                "count": 3,
+                "type": "Normal",
+            },
+        )
+        ev = orjson.loads(await asyncio.wait_for(w.content.readline(), 5))
+    assert ev["type"] == "ADDED"
+    assert ev["object"]["apiVersion"] == "events.k8s.io/v1"
+    assert ev["object"]["regarding"]["name"] == "q"
+    assert ev["object"]["deprecatedCount"] == 3
+    async with http.get(v1) as r:
+        listed = await r.json()
+    assert sorted(e["metadata"]["name"] for e in listed["items"]) == ["e1", "e2"]
+    async with http.patch(
+        f"{v1}/e2", json={"note": "evicted again"}, headers={"Content-Type": "application/merge-patch+json"}
+    ) as r:
+        assert (await r.json())["note"] == "evicted again"
+    stored = cluster.store.get("events", "default", "e2")
+    assert stored is not None
+    assert stored["message"] == "evicted again"
+    async with http.delete(f"{v1}/e1") as r:
+        assert r.status == 200
+    assert cluster.store.get("events", "default", "e1") is None

@@ -34,7 +34,7 @@ import orjson
 import yaml
 from aiohttp import web
 
-from vpa.sim.apiserver import protobuf, tables
+from vpa.sim.apiserver import protobuf, tables, views
 from vpa.sim.apiserver.faults import Faults
 from vpa.sim.apiserver.registry import ResourceType
 from vpa.sim.apiserver.selectors import parse_label_selector, selector_to_string
@@ -592,6 +592,8 @@ class ApiServer:
             raise ApiError(
                 405, "MethodNotAllowed", "the server does not allow this method on the requested resource"
             )
+        if rt.key in views.VIEWS:
+            return await self._view(request, rt, verb, namespace, name)
         if verb == "watch":
             return await self._watch(request, rt, version, namespace, name)
         if verb == "list":
@@ -879,7 +881,15 @@ class ApiServer:
     # ------------------------------------------------------------------ watch
 
     async def _watch(
-        self, request: web.Request, rt: ResourceType, version: str, namespace: str | None, name: str | None
+        self,
+        request: web.Request,
+        rt: ResourceType,
+        version: str,
+        namespace: str | None,
+        name: str | None,
+        *,
+        storage_key: str | None = None,
+        transform: Callable[[JsonObj], JsonObj] | None = None,
     ) -> web.StreamResponse:
         q = request.query
         field_selector = q.get("fieldSelector")
@@ -912,7 +922,7 @@ class ApiServer:
         resp.enable_chunked_encoding()
         try:
             watcher = self.store.add_watcher(
-                rt.key,
+                storage_key or rt.key,
                 namespace,
                 label_selector=q.get("labelSelector"),
                 field_selector=field_selector,
@@ -932,7 +942,17 @@ class ApiServer:
         try:
             await resp.prepare(request)
             await self._pump(
-                request, resp, watcher, rt, version, timeout_s, bookmarks, send_initial, table, since
+                request,
+                resp,
+                watcher,
+                rt,
+                version,
+                timeout_s,
+                bookmarks,
+                send_initial,
+                table,
+                since,
+                transform,
             )
         except (ConnectionResetError, asyncio.CancelledError):
             pass
@@ -956,6 +976,7 @@ class ApiServer:
         send_initial: bool,
         table: bool,
         since: int | None,
+        transform: Callable[[JsonObj], JsonObj] | None = None,
     ) -> None:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
@@ -1018,6 +1039,8 @@ class ApiServer:
                     )
                     first_table = False
                     chunks.append(orjson.dumps({"type": it.type, "object": tbl}) + b"\n")
+                elif transform is not None:
+                    chunks.append(orjson.dumps({"type": it.type, "object": transform(it.obj)}) + b"\n")
                 elif convert:
                     chunks.append(
                         orjson.dumps({"type": it.type, "object": dict(it.obj, apiVersion=api_version)})
@@ -1029,6 +1052,79 @@ class ApiServer:
                 await resp.write(b"".join(chunks))
             if closing:
                 return
+
+    # ------------------------------------------------------------------ views (events.k8s.io)
+
+    async def _view(
+        self, request: web.Request, rt: ResourceType, verb: str, namespace: str | None, name: str | None
+    ) -> web.StreamResponse:
+        """Serve a resource that is another API's view of stored objects (events.k8s.io/v1 Events)."""
+        key, to_view, from_view = views.VIEWS[rt.key]
+        dry = _dry_run(request)
+        if verb == "watch":
+            return await self._watch(
+                request, rt, rt.version, namespace, name, storage_key=key, transform=to_view
+            )
+        if verb == "list":
+            q = request.query
+            entries = self.store.iter_entries(
+                key, namespace, label_selector=q.get("labelSelector"), field_selector=q.get("fieldSelector")
+            )
+            objs = [to_view(e.obj) for e in entries]
+            meta = {"resourceVersion": str(self.store.rv)}
+            if _wants_table(request):
+                return self._table_response(request, rt, rt.version, objs, meta)
+            return _json(
+                {"kind": rt.list_kind, "apiVersion": rt.api_version(), "metadata": meta, "items": objs}
+            )
+        if verb == "create":
+            body = await self._body(request)
+            if not isinstance(body, dict):
+                raise ApiError(400, "BadRequest", "the body of the request must be a JSON object")
+            created = await self.store.create(key, from_view(body), dry_run=dry, namespace=namespace or None)
+            return _json(to_view(created), status=201)
+        if verb == "deletecollection" or name is None:
+            raise ApiError(
+                405, "MethodNotAllowed", "the server does not allow this method on the requested resource"
+            )
+        entry = self.store.entry(key, namespace, name)
+        if verb == "get":
+            if entry is None:
+                raise not_found(rt, name)
+            if _wants_table(request):
+                return self._table_response(request, rt, rt.version, [to_view(entry.obj)], None)
+            return _json(to_view(entry.obj))
+        if verb == "update":
+            body = await self._body(request)
+            if not isinstance(body, dict):
+                raise ApiError(400, "BadRequest", "the body of the request must be a JSON object")
+            updated = await self.store.update(
+                key, from_view(body), dry_run=dry, namespace=namespace or "", name=name
+            )
+            return _json(to_view(updated))
+        if verb == "patch":
+            from vpa.sim.apiserver import patching
+
+            if entry is None:
+                raise not_found(rt, name)
+            ptype, pbody = await self._patch_body(request)
+            if ptype == "strategic":
+                ptype = "merge"  # events carry no list merge keys worth keeping apart
+            patched = patching.apply_patch(ptype, to_view(entry.obj), pbody, rt)
+            if not isinstance(patched, dict):
+                raise ApiError(422, "Invalid", "the patch produced a non-object document")
+            patched.setdefault("metadata", {}).setdefault(
+                "resourceVersion", entry.obj["metadata"]["resourceVersion"]
+            )
+            updated = await self.store.update(
+                key, from_view(patched), dry_run=dry, namespace=namespace or "", name=name
+            )
+            return _json(to_view(updated))
+        # delete
+        if entry is None:
+            raise not_found(rt, name)
+        await self.store.delete(key, namespace, name, dry_run=dry)
+        return _json(to_view(entry.obj))
 
     # ------------------------------------------------------------------ subresources
 
