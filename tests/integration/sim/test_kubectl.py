@@ -98,6 +98,12 @@ async def kubectl(cluster: SimCluster, tmp_path: Path) -> Kubectl:
     return Kubectl(cluster, tmp_path)
 
 
+async def test_explain_custom_resources_from_openapi_v3(kubectl: Kubectl) -> None:
+    _, out, _ = await kubectl.run("explain", "vpa.spec.updatePolicy.updateMode")
+    assert "KIND:       VerticalPodAutoscaler" in out
+    assert "InPlaceOrRecreate" in out
+
+
 async def test_api_resources_lists_builtins_and_vpa(kubectl: Kubectl) -> None:
     _, out, _ = await kubectl.run("api-resources")
     rows = {line.split()[0]: line for line in out.splitlines()[1:]}

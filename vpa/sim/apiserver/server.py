@@ -1,11 +1,19 @@
 """The simulated API server's HTTP surface (aiohttp): Kubernetes REST paths plus the `/sim/v1` control API.
 
 Owns: routing `/api`, `/apis`, `/api/v1/...`, `/apis/<group>/<version>/...` (and the legacy `/watch/`
-prefix) onto the store; discovery documents; `/version`, `/healthz`, `/readyz`, `/livez`; a minimal
-`/openapi/v3` (enough for kubectl's field-validation probe; `/openapi/v2` answers 404 so kubectl falls back
-to its compiled-in strategic-merge metadata); LIST with `limit`/`continue`; chunked WATCH streams with
-bookmarks, `timeoutSeconds`, `sendInitialEvents` and 410 `Expired`; `Table` output; `status`/`scale`
-subresources; hook-served subresources and aggregated APIs; content negotiation; `Status` errors; faults.
+prefix) onto the store; discovery documents (legacy, and aggregated apidiscovery.k8s.io/v2 when asked);
+`/version`, `/healthz`, `/readyz`, `/livez`; a minimal `/openapi/v3` (PATCH operations advertising
+`fieldValidation` for kubectl's probe, custom resources' schemas for `kubectl explain`; no requestBody, so
+kubectl's client-side apply computes strategic merge patches from its compiled-in types; `/openapi/v2`
+answers 404); LIST with `limit`/`continue`; chunked WATCH streams with bookmarks, `timeoutSeconds`,
+`sendInitialEvents` and 410 `Expired`; `Table` output; `status`/`scale` subresources; hook-served
+subresources and aggregated APIs; the events.k8s.io view of Events; JSON, YAML and (for kubectl's typed
+clients) protobuf request bodies; `Status` errors; faults (resource requests only: discovery, `/version`
+and `/sim/v1` are never paused or failed).
+
+Server-side apply (`application/apply-patch+yaml`) is approximated: the applied configuration is merged
+like a strategic merge patch (built-ins) or a merge patch (custom resources), creating the object when it
+is missing; field ownership and conflicts are not tracked.
 
 Control API (JSON):
   GET  /sim/v1/clock                 -> {"now": <unix seconds float>, "timeScale": x}
@@ -289,6 +297,14 @@ class ApiServer:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         version = gv.rsplit("/", 1)[1]
         paths: JsonObj = {}
+        # Custom resources' structural schemas, so `kubectl explain` works for them.
+        schemas: JsonObj = {}
+        for rt in rts:
+            schema = rt.schemas.get(version) if rt.crd else None
+            if schema:
+                name = ".".join([*reversed(rt.group.split(".")), version, rt.kind])
+                gvk_ext = [{"group": rt.group, "version": version, "kind": rt.kind}]
+                schemas[name] = dict(schema, **{"x-kubernetes-group-version-kind": gvk_ext})
         for rt in rts:
             prefix = f"/{gv}/namespaces/{{namespace}}/" if rt.namespaced else f"/{gv}/"
             gvk = {"group": rt.group, "version": version, "kind": rt.kind}
@@ -312,7 +328,7 @@ class ApiServer:
                 "openapi": "3.0.0",
                 "info": {"title": "Kubernetes", "version": "v1"},
                 "paths": paths,
-                "components": {"schemas": {}},
+                "components": {"schemas": schemas},
             }
         )
 
