@@ -735,3 +735,58 @@ async def test_events_k8s_io_is_a_view_of_core_events(
     async with http.delete(f"{v1}/e1") as r:
         assert r.status == 200
     assert cluster.store.get("events", "default", "e1") is None
+
+
+async def test_aggregated_resources_are_routed_and_discoverable(
+    cluster: SimCluster, http: aiohttp.ClientSession
+) -> None:
+    calls: list[tuple[str | None, str | None, str | None]] = []
+
+    def lister(namespace: str | None, name: str | None, selector: str | None) -> list[dict[str, Any]]:
+        calls.append((namespace, name, selector))
+        items: list[dict[str, Any]] = [
+            {
+                "kind": "PodMetrics",
+                "apiVersion": "metrics.k8s.io/v1beta1",
+                "metadata": {"name": n, "namespace": "default"},
+                "containers": [],
+            }
+            for n in ("a", "b")
+        ]
+        return [i for i in items if name is None or i["metadata"]["name"] == name]
+
+    cluster.hooks.add_aggregated_resource(
+        group="metrics.k8s.io",
+        version="v1beta1",
+        plural="pods",
+        kind="PodMetrics",
+        namespaced=True,
+        lister=lister,
+    )
+    async with http.get("/apis/metrics.k8s.io/v1beta1") as r:
+        resources = (await r.json())["resources"]
+    assert resources == [
+        {
+            "name": "pods",
+            "singularName": "",
+            "namespaced": True,
+            "kind": "PodMetrics",
+            "verbs": ["get", "list"],
+        }
+    ]
+    async with http.get(
+        "/apis/metrics.k8s.io/v1beta1/namespaces/default/pods", params={"labelSelector": "a=b"}
+    ) as r:
+        listed = await r.json()
+    assert listed["kind"] == "PodMetricsList"
+    assert [i["metadata"]["name"] for i in listed["items"]] == ["a", "b"]
+    async with http.get("/apis/metrics.k8s.io/v1beta1/namespaces/default/pods/b") as r:
+        assert (await r.json())["metadata"]["name"] == "b"
+    async with http.get("/apis/metrics.k8s.io/v1beta1/namespaces/default/pods/zzz") as r:
+        assert r.status == 404
+    async with http.get("/apis/metrics.k8s.io/v1beta1/pods") as r:
+        assert r.status == 200
+    async with http.post("/apis/metrics.k8s.io/v1beta1/namespaces/default/pods", json={}) as r:
+        assert r.status == 405
+    assert calls[:3] == [("default", None, "a=b"), ("default", "b", None), ("default", "zzz", None)]
+    assert calls[3] == (None, None, None)

@@ -45,7 +45,7 @@ from aiohttp import web
 from vpa.sim.apiserver import protobuf, tables, views
 from vpa.sim.apiserver.faults import Faults
 from vpa.sim.apiserver.registry import ResourceType
-from vpa.sim.apiserver.selectors import parse_label_selector, selector_to_string
+from vpa.sim.apiserver.selectors import selector_to_string
 from vpa.sim.apiserver.store import (
     FIELD_VALIDATION,
     WARNINGS,
@@ -1319,11 +1319,7 @@ class ApiServer:
                     group=agg.group,
                 )
             return _json(items[0])
-        if selector:
-            reqs = parse_label_selector(selector)
-            from vpa.sim.apiserver.selectors import labels_match
-
-            items = [i for i in items if labels_match(reqs, i)]
+        # The lister applies the label selector itself (it knows the labels of what it computes from).
         return _json(
             {
                 "kind": f"{agg.kind}List",
