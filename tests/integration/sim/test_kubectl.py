@@ -396,6 +396,23 @@ GENERATORS = [
     ("poddisruptionbudgets.policy", "p", ["create", "pdb", "p", "--selector=app=web", "--min-available=1"]),
     ("priorityclasses.scheduling.k8s.io", "pc", ["create", "priorityclass", "pc", "--value=100"]),
     ("services", "svc", ["create", "service", "clusterip", "svc", "--tcp=80:8080"]),
+    ("roles.rbac.authorization.k8s.io", "r", ["create", "role", "r", "--verb=get,list", "--resource=pods"]),
+    (
+        "clusterroles.rbac.authorization.k8s.io",
+        "cr",
+        ["create", "clusterrole", "cr", "--verb=get", "--resource=verticalpodautoscalers.autoscaling.k8s.io"],
+    ),
+    (
+        "rolebindings.rbac.authorization.k8s.io",
+        "rb",
+        ["create", "rolebinding", "rb", "--role=r", "--user=u", "--serviceaccount=default:sa"],
+    ),
+    (
+        "clusterrolebindings.rbac.authorization.k8s.io",
+        "crb",
+        ["create", "clusterrolebinding", "crb", "--clusterrole=cr", "--group=g"],
+    ),
+    ("resourcequotas", "q", ["create", "quota", "q", "--hard=pods=10,requests.cpu=2"]),
 ]
 
 
@@ -409,7 +426,13 @@ async def test_create_generators_send_protobuf_that_the_server_decodes(
     expected = json.loads(out)
     expected.pop("status", None)  # kube-apiserver resets client-sent status on create
     await kubectl.run(*args)
-    namespace = None if resource in ("namespaces", "priorityclasses.scheduling.k8s.io") else "default"
+    cluster_scoped = (
+        "namespaces",
+        "priorityclasses.scheduling.k8s.io",
+        "clusterroles.rbac.authorization.k8s.io",
+        "clusterrolebindings.rbac.authorization.k8s.io",
+    )
+    namespace = None if resource in cluster_scoped else "default"
     stored = cluster.store.get(resource, namespace, name)
     assert stored is not None
     _subset(expected, stored)

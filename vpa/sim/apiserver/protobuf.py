@@ -1,10 +1,11 @@
 """Decoding the Kubernetes protobuf wire format for the request bodies kubectl's typed clients send.
 
 kubectl 1.37 sends `application/vnd.kubernetes.protobuf` bodies from its typed clients (`kubectl create
-deployment|configmap|secret|namespace|serviceaccount|job|cronjob|service|poddisruptionbudget|
-priorityclass`, the eviction `kubectl drain` posts) and offers no fallback to JSON. This module owns the
-`k8s\\x00` envelope (`runtime.Unknown`), the protobuf wire format, and field tables (from Kubernetes'
-`generated.proto`) for those kinds, turning a body into the JSON dict kube-apiserver would have decoded.
+deployment|configmap|secret|namespace|serviceaccount|job|cronjob|service|poddisruptionbudget|priorityclass|
+role|clusterrole|rolebinding|clusterrolebinding|quota`, the evictions `kubectl drain` posts) and offers no
+fallback to JSON. This module owns the `k8s\\x00` envelope (`runtime.Unknown`), the protobuf wire format,
+and field tables (from Kubernetes' `generated.proto`) for those kinds, turning a body into the JSON dict
+kube-apiserver would have decoded.
 
 Go's protobuf encoding writes every non-pointer field, so zero values are dropped unless the field is a
 pointer (`ptr`: an explicit 0/false/"" means something) or has no `omitempty` (`keep`). A field number
@@ -270,6 +271,29 @@ MESSAGES: dict[str, dict[int, Field]] = {
         6: _f("appProtocol", S, flags="ptr"),
     },
     "ServiceStatus": {},
+    "Role": {1: _f("metadata", "msg", "ObjectMeta"), 2: _f("rules", "rep_msg", "PolicyRule")},
+    "ClusterRole": {1: _f("metadata", "msg", "ObjectMeta"), 2: _f("rules", "rep_msg", "PolicyRule")},
+    "PolicyRule": {
+        1: _f("verbs", "rep_s"),
+        2: _f("apiGroups", "rep_s"),
+        3: _f("resources", "rep_s"),
+        4: _f("resourceNames", "rep_s"),
+        5: _f("nonResourceURLs", "rep_s"),
+    },
+    "RoleBinding": {
+        1: _f("metadata", "msg", "ObjectMeta"),
+        2: _f("subjects", "rep_msg", "Subject"),
+        3: _f("roleRef", "msg", "RoleRef"),
+    },
+    "Subject": {1: _f("kind", S), 2: _f("apiGroup", S), 3: _f("name", S), 4: _f("namespace", S)},
+    "RoleRef": {1: _f("apiGroup", S, flags="keep"), 2: _f("kind", S), 3: _f("name", S)},
+    "ResourceQuota": {
+        1: _f("metadata", "msg", "ObjectMeta"),
+        2: _f("spec", "msg", "ResourceQuotaSpec"),
+        3: _f("status", "msg", "ResourceQuotaStatus"),
+    },
+    "ResourceQuotaSpec": {1: _f("hard", "map_sq"), 2: _f("scopes", "rep_s")},
+    "ResourceQuotaStatus": {},
     "Eviction": {1: _f("metadata", "msg", "ObjectMeta"), 2: _f("deleteOptions", "msg", "DeleteOptions")},
     "DeleteOptions": {
         1: _f("gracePeriodSeconds", INT, flags="ptr"),
@@ -293,6 +317,11 @@ KINDS: dict[tuple[str, str], str] = {
     ("policy/v1", "PodDisruptionBudget"): "PodDisruptionBudget",
     ("policy/v1", "Eviction"): "Eviction",
     ("scheduling.k8s.io/v1", "PriorityClass"): "PriorityClass",
+    ("rbac.authorization.k8s.io/v1", "Role"): "Role",
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"): "ClusterRole",
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"): "RoleBinding",
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): "RoleBinding",
+    ("v1", "ResourceQuota"): "ResourceQuota",
 }
 
 
