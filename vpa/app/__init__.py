@@ -16,6 +16,7 @@ import uvloop
 
 from vpa.app import logs
 from vpa.app.runtime import ComponentSpec, Runtime
+from vpa.components import webhook
 from vpa.components.context import ComponentContext
 from vpa.model.settings import RunSettings
 
@@ -42,6 +43,8 @@ def build_components(settings: RunSettings) -> list[ComponentSpec]:
         )
     if settings.runs("updater"):
         specs.append(ComponentSpec("updater", _hold_leadership, lease=settings.updater.leader_election))
+    if settings.runs("admission-controller"):
+        specs.append(ComponentSpec("admission-controller", webhook.run, lease=None))
     return specs
 
 
