@@ -379,3 +379,70 @@ async def test_huge_pod_is_still_allowed(server: TestServer) -> None:
     status, raw = await _post(server, orjson.dumps(_review(pod)))
     assert status == 200
     assert _answer(raw)["allowed"] is True
+
+
+# ------------------------------------------------------------------------------------------ memo, metrics
+
+
+async def test_memoised_patch_follows_the_vpa_and_the_containers() -> None:
+    first = _vpa(resource_version="1")
+    vpas = FakeVpas(first)
+    registry = CollectorRegistry()
+    admitter = Admitter(
+        vpas, FakeTargets(), lambda _ns: NO_LIMITS, FeatureGates(), AdmissionMetrics(registry)
+    )
+
+    async def cpu_request(pod: dict[str, Any]) -> str:
+        verdict = await admitter.admit(_review(pod)["request"])
+        assert verdict.patch is not None
+        ops = {op["path"]: op["value"] for op in verdict.patch}
+        value: str = ops["/spec/containers/0/resources/requests/cpu"]
+        return value
+
+    assert await cpu_request(_pod_being_created()) == "300m"
+    assert await cpu_request(_pod_being_created()) == "300m"  # served from the memo
+    # A new recommendation (new resourceVersion) is applied to the very next pod.
+    vpas.vpas = [
+        vpa_from_dict(
+            make_vpa(
+                resource_version="2",
+                recommendation=[make_recommendation("app", target={"cpu": "700m", "memory": "300Mi"})],
+            )
+        )
+    ]
+    assert await cpu_request(_pod_being_created()) == "700m"
+    # A pod with different containers gets its own patch: no `requests` map → `add …/requests {}` first.
+    bare = _pod_being_created()
+    bare["spec"]["containers"][0]["resources"] = {}
+    verdict = await admitter.admit(_review(bare)["request"])
+    assert verdict.patch is not None
+    assert {"op": "add", "path": "/spec/containers/0/resources/requests", "value": {}} in verdict.patch
+
+
+async def test_metrics_are_exposed_with_upstream_names() -> None:
+    from prometheus_client import generate_latest
+
+    registry = CollectorRegistry()
+    admitter = Admitter(
+        FakeVpas(_vpa()), FakeTargets(), lambda _ns: NO_LIMITS, FeatureGates(), AdmissionMetrics(registry)
+    )
+    srv = TestServer(AdmissionServer(admitter).app, host="127.0.0.1")
+    await srv.start_server()
+    try:
+        for _ in range(3):
+            assert (await _post(srv, orjson.dumps(_review(_pod_being_created()))))[0] == 200
+    finally:
+        await srv.close()
+    text = generate_latest(registry).decode()
+    assert 'vpa_admission_controller_admission_pods_total{applied="true"} 3.0' in text
+    assert (
+        'vpa_admission_controller_admission_latency_seconds_count{resource="Pod",status="applied"} 3.0'
+        in text
+    )
+    assert (
+        'vpa_admission_controller_admission_latency_seconds_bucket{le="+Inf",resource="Pod",'
+        'status="applied"} 3.0' in text
+    )
+    for step in ("read_request", "admit", "build_response", "write_response", "total"):
+        assert f'vpa_admission_controller_execution_latency_seconds_count{{step="{step}"}} 3.0' in text
+    assert admitter.metrics.admissions("applied", "Pod") == 3
