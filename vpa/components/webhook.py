@@ -19,6 +19,9 @@ Certificates: `--tls-cert-file`/`--tls-private-key` are used when they exist. Wh
 an EC P-256 serving certificate for the Service names, shared by all replicas through the Secret
 `vpa-webhook-certs` in the Service's namespace and renewed before expiry. Anything else is fatal.
 
+Registration happens as soon as the server listens (upstream sleeps 10 s first) and replaces an existing
+configuration in place (upstream deletes and recreates it).
+
 Must not: import other components, make admission decisions itself (that is `vpa.logic`), or do Secret,
 file or webhook-configuration I/O itself (that is `vpa.kube.certificates` / `vpa.kube.webhookregistering`).
 """
@@ -530,7 +533,11 @@ class AdmissionServer:
         except BadReview as err:
             metrics.admission("error", "unknown", time.perf_counter() - started)
             return web.Response(status=400, text=f"{err}\n")
-        verdict = await self.admitter.admit(review_request)
+        try:
+            verdict = await self.admitter.admit(review_request)
+        except Exception as exc:  # the Admitter catches its own; this is the last line of defence
+            log.error("admission failed; allowing without changes", error=repr(exc), exc_info=True)
+            verdict = Verdict(outcome="error")
         admit_done = time.perf_counter()
         metrics.step["admit"].observe(admit_done - read_done)
         payload = Admitter.response_body(api_version, uid, verdict)
@@ -627,7 +634,7 @@ class AdmissionController:
         if uses_self_managed_certificates(self.files, self.settings.register_webhook):
             self.secret_store = certs.SecretCertificateStore(
                 ctx.client,
-                ctx.clock,
+                RealClock(),  # certificate validity is checked against the wall clock, never a simulated one
                 namespace=self.settings.webhook_service_namespace,
                 service=self.settings.webhook_service,
                 policy=self_managed_policy,
@@ -724,7 +731,7 @@ class AdmissionController:
         """Self-managed: re-read (and renew when due) the shared Secret; swap and re-register on change."""
         assert self.secret_store is not None
         while True:
-            await self.ctx.clock.sleep(self.secret_poll_s)
+            await RealClock().sleep(self.secret_poll_s)  # wall-clock expiry, as above
             try:
                 bundle = await self.secret_store.ensure()
             except (ApiError, certs.CertificateError) as err:
