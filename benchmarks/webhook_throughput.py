@@ -22,6 +22,7 @@ import argparse
 import asyncio
 import base64
 import cProfile
+import os
 import pstats
 import re
 import shutil
@@ -207,6 +208,7 @@ async def _floor_server(directory: Path) -> tuple[web.AppRunner, int]:
 
 _LATENCY = re.compile(r"^\s*99%\s+([\d.]+)(us|ms|s)\s*$", re.M)
 _RPS = re.compile(r"^Requests/sec:\s+([\d.]+)", re.M)
+_DONE = re.compile(r"^\s*(\d+) requests in ", re.M)
 _ERRORS = re.compile(r"Non-2xx or 3xx responses: (\d+)|Socket errors: (.*)$", re.M)
 
 
@@ -302,10 +304,17 @@ async def _run(duration_s: float, profile: bool = False) -> int:
                     profiler.disable()
                     pstats.Stats(profiler).sort_stats("tottime").print_stats(30)
                 results: dict[tuple[str, int], tuple[float, float]] = {}
+                cpu_us: dict[str, float] = {}
                 for connections in (32, 1):
                     for name, port in (("floor", floor_port), ("webhook", controller.port)):
-                        rps, p99, _ = await _wrk(port, connections, duration_s, script)
+                        cpu_before = time.process_time()
+                        rps, p99, text = await _wrk(port, connections, duration_s, script)
                         results[(name, connections)] = (rps, p99)
+                        if connections == 32:
+                            # Server CPU per request: robust when other processes share the machine.
+                            done = _DONE.search(text)
+                            assert done is not None
+                            cpu_us[name] = (time.process_time() - cpu_before) / int(done.group(1)) * 1e6
                 applied = controller.metrics.pods.labels(applied="true")._value.get()
                 api_reads = controller.targets.api_loads - loads_before
             finally:
@@ -323,6 +332,10 @@ async def _run(duration_s: float, profile: bool = False) -> int:
     print(
         f"webhook/floor at c=32: {ratio:.0%}; pods patched: {applied:,.0f}; "
         f"API reads during load: {api_reads}"
+    )
+    print(
+        f"server CPU per request at c=32: floor {cpu_us['floor']:.0f} µs, webhook {cpu_us['webhook']:.0f} µs "
+        f"(floor/webhook {cpu_us['floor'] / cpu_us['webhook']:.0%}; load average {os.getloadavg()[0]:.1f})"
     )
     ok = hook32[0] >= TARGET_RPS and ratio >= 0.5 and hook1[1] <= TARGET_P99_MS
     print(
