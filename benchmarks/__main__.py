@@ -16,6 +16,7 @@ BENCHMARKS: dict[str, str] = {
     "replay_throughput": "benchmarks.replay_throughput",
     "updater_decisions": "benchmarks.updater_decisions",
     "recommender_loop": "benchmarks.recommender_loop",
+    "webhook_throughput": "benchmarks.webhook_throughput",
 }
 
 

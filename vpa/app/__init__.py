@@ -17,6 +17,7 @@ import uvloop
 
 from vpa.app import logs
 from vpa.app.runtime import ComponentSpec, Runtime
+from vpa.components import health, webhook
 from vpa.components.context import ComponentContext
 from vpa.components.recommender import Recommender
 from vpa.model.settings import RunSettings
@@ -52,6 +53,13 @@ def _build_recommender(ctx: ComponentContext) -> Callable[[], Awaitable[None]]:
     return recommender.run_forever
 
 
+def _build_admission_controller(ctx: ComponentContext) -> Callable[[], Awaitable[None]]:
+    """The webhook on `--port`, listening on the same host as `--address` (one bind host per process:
+    `:8942` means all interfaces, as upstream's `:8000`; `127.0.0.1:…` keeps everything on loopback)."""
+    host, _ = health.parse_address(ctx.settings.address)
+    return webhook.AdmissionController(ctx, host=host).run
+
+
 def build_components(settings: RunSettings) -> list[ComponentSpec]:
     """The components `--components` selects, each with its Lease settings when it is leader-elected.
 
@@ -65,6 +73,8 @@ def build_components(settings: RunSettings) -> list[ComponentSpec]:
         )
     if settings.runs("updater"):
         specs.append(ComponentSpec("updater", _hold_leadership, lease=settings.updater.leader_election))
+    if settings.runs("admission-controller"):
+        specs.append(ComponentSpec("admission-controller", _build_admission_controller, lease=None))
     return specs
 
 

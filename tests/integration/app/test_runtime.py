@@ -33,7 +33,8 @@ async def cluster() -> AsyncIterator[SimClusterType]:
 
 def _settings(kubeconfig: str, *extra: str) -> Any:
     return parse_run_args(
-        [f"--kubeconfig={kubeconfig}", "--address=127.0.0.1:0", *extra], env={"NAMESPACE": "kube-system"}
+        [f"--kubeconfig={kubeconfig}", "--address=127.0.0.1:0", "--port=0", *extra],
+        env={"NAMESPACE": "kube-system"},
     )
 
 
@@ -162,7 +163,7 @@ async def test_vpa_run_process_stops_cleanly_on_sigterm(cluster: SimClusterType)
     env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "vpa.cli", "run", f"--kubeconfig={cluster.kubeconfig_path}",
-        f"--address=127.0.0.1:{port}", "--leader-elect=true", "--log-format=json",
+        f"--address=127.0.0.1:{port}", "--port=0", "--leader-elect=true", "--log-format=json",
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env,
     )  # fmt: skip
     try:

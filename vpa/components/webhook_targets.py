@@ -1,0 +1,239 @@
+"""What the admission path needs from workloads: a pod's top-most controller and a VPA target's selector.
+
+Owns: `AdmissionTargets`, two small read-through caches over the API (no informers: the admission path
+touches a handful of workloads per namespace, not all of them):
+- **owners**: `(namespace, kind, name)` of a well-known controller → its own controller owner (or none).
+  A pod owned by a ReplicaSet owned by a Deployment resolves to the Deployment; the walk stops at a kind
+  that is not well known (a custom controller is its own top: we do not follow scale subresources up).
+  When reading a ReplicaSet fails (API error or timeout — not a 404), the Deployment is inferred from the
+  `pod-template-hash` label convention (`<deployment>-<hash>`), so an API hiccup does not drop the
+  recommendation; a 404 means "no such ReplicaSet" and the ReplicaSet counts as the top.
+- **selectors**: a VPA's target → its pod selector (well-known kinds: `spec.selector`; others: the
+  `scale` subresource, plural guessed as lowercase kind + "s"). Unknown selector → None (the VPA is
+  skipped, as upstream does).
+Entries are fresh for `ttl_s`; a stale entry is still answered at once while one background read
+refreshes it (stale-while-revalidate), so only the first pod of a workload ever waits for the API, and
+that wait is bounded by `read_timeout_s`. Misses and errors are cached for `negative_ttl_s`.
+
+Must not: write anything, raise into the admission handler (every failure is a cached "unknown"), or hold
+raw objects beyond the trimmed values.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Final, Generic, TypeVar
+
+import structlog
+
+from vpa.kube.client import ApiError, KubeClient, NotFound, api_path
+from vpa.kube.converting import ConversionError, selector_from_scale, selector_from_workload
+from vpa.kube.leasing import DeadlineExceeded, call_with_deadline
+from vpa.logic.matching import controller_key
+from vpa.model.clock import Clock
+from vpa.model.pod import PodView
+from vpa.model.selector import Selector
+from vpa.model.vpa import TargetRef
+
+log = structlog.get_logger(__name__)
+
+WELL_KNOWN: Final = {
+    "Deployment": ("apps", "v1", "deployments"),
+    "ReplicaSet": ("apps", "v1", "replicasets"),
+    "StatefulSet": ("apps", "v1", "statefulsets"),
+    "DaemonSet": ("apps", "v1", "daemonsets"),
+    "ReplicationController": ("", "v1", "replicationcontrollers"),
+    "Job": ("batch", "v1", "jobs"),
+    "CronJob": ("batch", "v1", "cronjobs"),
+}
+POD_TEMPLATE_HASH: Final = "pod-template-hash"
+_MAX_DEPTH: Final = 8
+
+V = TypeVar("V")
+Ref = tuple[str, str, str]  # (namespace, kind, name)
+
+
+class _Unavailable(Exception):
+    """The API could not tell (error other than 404, or timeout)."""
+
+
+@dataclass(slots=True)
+class _Entry(Generic[V]):
+    value: V
+    fetched: float  # clock.monotonic()
+    ttl_s: float
+
+
+class _ReadThrough(Generic[V]):
+    """Cache with single-flight loads and stale-while-revalidate."""
+
+    def __init__(self, clock: Clock, name: str) -> None:
+        self._clock = clock
+        self.name = name
+        self._entries: dict[Ref, _Entry[V]] = {}
+        self._inflight: dict[Ref, asyncio.Future[V]] = {}
+        self._background: set[asyncio.Task[None]] = set()
+        self.loads = 0
+
+    def peek(self, key: Ref) -> V | None:
+        entry = self._entries.get(key)
+        return None if entry is None else entry.value
+
+    async def get(self, key: Ref, load: Callable[[], Awaitable[tuple[V, float]]]) -> V:
+        entry = self._entries.get(key)
+        if entry is not None:
+            if self._clock.monotonic() - entry.fetched > entry.ttl_s and key not in self._inflight:
+                task = asyncio.ensure_future(self._load(key, load))
+                self._background.add(task)
+                task.add_done_callback(self._background.discard)
+            return entry.value
+        future = self._inflight.get(key)
+        if future is not None:
+            return await asyncio.shield(future)
+        return await self._load_value(key, load)
+
+    async def _load(self, key: Ref, load: Callable[[], Awaitable[tuple[V, float]]]) -> None:
+        await self._load_value(key, load)
+
+    async def _load_value(self, key: Ref, load: Callable[[], Awaitable[tuple[V, float]]]) -> V:
+        future: asyncio.Future[V] = asyncio.get_running_loop().create_future()
+        self._inflight[key] = future
+        try:
+            self.loads += 1
+            value, ttl_s = await load()
+        except asyncio.CancelledError:
+            future.cancel()
+            raise
+        except Exception as exc:
+            future.set_exception(exc)
+            future.exception()  # retrieved: waiters get it through shield; nobody else must warn
+            raise
+        else:
+            self._entries[key] = _Entry(value, self._clock.monotonic(), ttl_s)
+            future.set_result(value)
+            return value
+        finally:
+            self._inflight.pop(key, None)
+
+    def close(self) -> None:
+        for task in list(self._background):
+            task.cancel()
+
+
+class AdmissionTargets:
+    """Top-most controllers of pods and selectors of VPA targets, cached (see the module docstring)."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        clock: Clock,
+        *,
+        ttl_s: float = 300.0,
+        negative_ttl_s: float = 30.0,
+        read_timeout_s: float = 2.0,
+    ) -> None:
+        self._client = client
+        self._clock = clock
+        self.ttl_s = ttl_s
+        self.negative_ttl_s = negative_ttl_s
+        self.read_timeout_s = read_timeout_s
+        # owner cache: ref → controller owner ref (None: it is the top) — _Unavailable is not cached here
+        self._owners: _ReadThrough[Ref | None] = _ReadThrough(clock, "owners")
+        self._selectors: _ReadThrough[Selector | None] = _ReadThrough(clock, "selectors")
+
+    def close(self) -> None:
+        self._owners.close()
+        self._selectors.close()
+
+    async def _read(self, path: str) -> dict[str, object]:
+        try:
+            return await call_with_deadline(
+                self._clock, self.read_timeout_s, self._client.get(path, max_retries=1)
+            )
+        except DeadlineExceeded as err:
+            raise _Unavailable(f"GET {path}: no answer within {self.read_timeout_s} s") from err
+
+    # ------------------------------------------------------------------------------------ owners
+
+    async def _load_owner(self, ref: Ref) -> tuple[Ref | None, float]:
+        namespace, kind, name = ref
+        group, version, plural = WELL_KNOWN[kind]
+        try:
+            obj = await self._read(api_path(group, version, plural, namespace=namespace, name=name))
+        except NotFound:
+            return None, self.negative_ttl_s
+        except ApiError as err:
+            raise _Unavailable(str(err)) from err
+        metadata = obj.get("metadata")
+        owners = metadata.get("ownerReferences") if isinstance(metadata, dict) else None
+        for owner in owners if isinstance(owners, list) else []:
+            if isinstance(owner, dict) and owner.get("controller") is True:
+                owner_kind, owner_name = owner.get("kind"), owner.get("name")
+                if isinstance(owner_kind, str) and isinstance(owner_name, str) and owner_kind and owner_name:
+                    return (namespace, owner_kind, owner_name), self.ttl_s
+        return None, self.ttl_s
+
+    async def top_most(self, pod: PodView) -> str | None:
+        """The `namespace/kind/name` key of the pod's top-most controller; None when it has no controller."""
+        if pod.owner is None:
+            return None
+        ref: Ref = (pod.namespace, pod.owner.kind, pod.owner.name)
+        seen = {ref}
+        for _ in range(_MAX_DEPTH):
+            if ref[1] not in WELL_KNOWN:
+                break
+            try:
+                parent = await self._owners.get(ref, lambda r=ref: self._load_owner(r))  # type: ignore[misc]
+            except _Unavailable as err:
+                parent = self._inferred_parent(pod, ref)
+                log.warning(
+                    "could not read the pod's controller; inferring its owner",
+                    controller="/".join(ref),
+                    inferred="/".join(parent) if parent else None,
+                    error=str(err),
+                )
+            if parent is None or parent in seen:
+                break
+            seen.add(parent)
+            ref = parent
+        return controller_key(*ref)
+
+    @staticmethod
+    def _inferred_parent(pod: PodView, ref: Ref) -> Ref | None:
+        """`<deployment>-<pod-template-hash>` → the Deployment (the Deployment controller's naming)."""
+        namespace, kind, name = ref
+        template_hash = pod.labels.get(POD_TEMPLATE_HASH)
+        if kind == "ReplicaSet" and template_hash and name.endswith("-" + template_hash):
+            deployment = name[: -len(template_hash) - 1]
+            if deployment:
+                return namespace, "Deployment", deployment
+        return None
+
+    # --------------------------------------------------------------------------------- selectors
+
+    async def _load_selector(self, ref: Ref, api_version: str) -> tuple[Selector | None, float]:
+        namespace, kind, name = ref
+        try:
+            if kind in WELL_KNOWN:
+                group, version, plural = WELL_KNOWN[kind]
+                obj = await self._read(api_path(group, version, plural, namespace=namespace, name=name))
+                obj.setdefault("kind", kind)
+                return selector_from_workload(obj), self.ttl_s
+            group, _, version = api_version.rpartition("/")
+            path = api_path(
+                group, version, kind.lower() + "s", namespace=namespace, name=name, subresource="scale"
+            )
+            return selector_from_scale(await self._read(path)), self.ttl_s
+        except (ApiError, _Unavailable, ConversionError) as err:
+            log.debug("no selector for a VPA target", target="/".join(ref), error=str(err))
+            return None, self.negative_ttl_s
+
+    async def selector(self, namespace: str, target: TargetRef) -> Selector | None:
+        ref: Ref = (namespace, target.kind, target.name)
+        return await self._selectors.get(ref, lambda: self._load_selector(ref, target.api_version))
+
+    @property
+    def api_loads(self) -> int:
+        return self._owners.loads + self._selectors.loads
