@@ -16,6 +16,7 @@ import uvloop
 
 from vpa.app import logs
 from vpa.app.runtime import ComponentSpec, Runtime
+from vpa.components import updater
 from vpa.components.context import ComponentContext
 from vpa.model.settings import RunSettings
 
@@ -41,7 +42,7 @@ def build_components(settings: RunSettings) -> list[ComponentSpec]:
             ComponentSpec("recommender", _hold_leadership, lease=settings.recommender.leader_election)
         )
     if settings.runs("updater"):
-        specs.append(ComponentSpec("updater", _hold_leadership, lease=settings.updater.leader_election))
+        specs.append(ComponentSpec("updater", updater.run, lease=settings.updater.leader_election))
     return specs
 
 
