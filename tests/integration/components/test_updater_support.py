@@ -36,6 +36,7 @@ from vpa.logic.limitranges import NO_LIMITS
 from vpa.logic.patches import pod_patch, pod_shape
 from vpa.model.features import FeatureGates
 from vpa.model.pod import PodView
+from vpa.model.resources import Resources
 from vpa.model.settings import RunSettings, UpdaterSettings
 from vpa.model.vpa import VpaView
 from vpa.sim import SimCluster
@@ -423,6 +424,17 @@ def spec_resources(pod: dict[str, Any], name: str = "app") -> dict[str, Any]:
 
 def condition(pod: dict[str, Any], ctype: str) -> dict[str, Any] | None:
     return next((c for c in pod["status"].get("conditions") or [] if c.get("type") == ctype), None)
+
+
+def amounts(resources: dict[str, Any]) -> Resources:
+    """A ResourceList as exact amounts, so `300Mi` and `314572800` compare equal."""
+    return Resources.from_resource_list(resources)
+
+
+def res(cpu: str | None = None, memory: str | None = None) -> Resources:
+    return Resources.from_resource_list(
+        {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None}
+    )
 
 
 def names(pods: list[dict[str, Any]]) -> list[str]:
