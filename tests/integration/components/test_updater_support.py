@@ -493,3 +493,18 @@ async def test_pods_are_matched_to_the_oldest_vpa_whose_selector_matches() -> No
             )
             == 2
         )
+
+
+async def test_large_vpas_are_planned_in_a_worker_thread_with_the_same_result() -> None:
+    async with updater_env(plan_in_thread_above=0) as env:
+        before = await env.create_deployment("web", 3, container("app", restart_memory=True))
+        await env.create_vpa(
+            vpa("web", "web", "InPlaceOrRecreate"),
+            rec(cpu="500m", memory="400Mi", lower=("100m", "300Mi"), upper=("2", "1Gi")),
+        )
+        report = await env.run_once()
+        # Same decisions as inline planning: one disruptive resize (tolerance 50 % of 3), two budget skips.
+        reasons = sorted(d.reason.value for d in report.decisions().values())
+        assert reasons == ["DisruptionBudget", "DisruptionBudget", "OutsideRecommendedRange"]
+        assert len(report.resized) == 1
+        assert uids(env.pods("web")) == uids(before)
