@@ -9,7 +9,6 @@ Must not: parse argv or environment (that is `vpa.cli`), or hold decisions (that
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 
 import structlog
@@ -17,7 +16,7 @@ import uvloop
 
 from vpa.app import logs
 from vpa.app.runtime import ComponentSpec, Runtime
-from vpa.components import health, webhook
+from vpa.components import health, updater, webhook
 from vpa.components.context import ComponentContext
 from vpa.components.recommender import Recommender
 from vpa.model.settings import RunSettings
@@ -25,15 +24,6 @@ from vpa.model.settings import RunSettings
 __all__ = ["ComponentSpec", "Runtime", "build_components", "run"]
 
 log = structlog.get_logger(__name__)
-
-
-def _hold_leadership(_: ComponentContext) -> Callable[[], Awaitable[None]]:
-    """Elected work of a component whose loop is not part of this build: keep the Lease, do nothing else."""
-
-    async def hold() -> None:
-        await asyncio.Event().wait()
-
-    return hold
 
 
 def _build_recommender(ctx: ComponentContext) -> Callable[[], Awaitable[None]]:
@@ -72,7 +62,7 @@ def build_components(settings: RunSettings) -> list[ComponentSpec]:
             ComponentSpec("recommender", _build_recommender, lease=settings.recommender.leader_election)
         )
     if settings.runs("updater"):
-        specs.append(ComponentSpec("updater", _hold_leadership, lease=settings.updater.leader_election))
+        specs.append(ComponentSpec("updater", updater.build, lease=settings.updater.leader_election))
     if settings.runs("admission-controller"):
         specs.append(ComponentSpec("admission-controller", _build_admission_controller, lease=None))
     return specs
