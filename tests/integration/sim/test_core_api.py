@@ -790,3 +790,26 @@ async def test_aggregated_resources_are_routed_and_discoverable(
         assert r.status == 405
     assert calls[:3] == [("default", None, "a=b"), ("default", "b", None), ("default", "zzz", None)]
     assert calls[3] == (None, None, None)
+
+
+async def test_slow_watchers_are_disconnected(cluster: SimCluster, http: aiohttp.ClientSession) -> None:
+    store = cluster.store
+    store.max_watch_backlog = 5
+    rv = str(store.rv)
+    async with http.get(
+        "/api/v1/namespaces/default/configmaps", params={"watch": "1", "resourceVersion": rv}
+    ) as r:
+        assert store.watchers.get("configmaps")  # registered before the response headers were sent
+        # Writes arrive faster than this client reads: synchronous commits, no await in between.
+        for i in range(20):
+            store._commit(
+                store.resource_type("configmaps"),
+                "ADDED",
+                {"metadata": {"name": f"x{i}", "namespace": "default"}},
+                None,
+            )
+        assert not store.watchers["configmaps"]
+        body = await asyncio.wait_for(r.content.read(), 5)
+    lines = body.splitlines()
+    assert 1 <= len(lines) <= 6
+    assert all(orjson.loads(line)["type"] == "ADDED" for line in lines)

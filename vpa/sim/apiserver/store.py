@@ -286,6 +286,7 @@ class ObjectStore:
         hooks: Hooks | None = None,
         *,
         history_size: int = 50_000,
+        max_watch_backlog: int = 100_000,
         rng: random.Random | None = None,
     ) -> None:
         self.clock = clock
@@ -302,6 +303,8 @@ class ObjectStore:
         self.compacted_rv = 0
         self.history: deque[HistoryRecord] = deque(maxlen=history_size)
         self.watchers: dict[str, set[Watcher]] = {}
+        # Events an HTTP watcher may have queued before it is considered too slow and disconnected.
+        self.max_watch_backlog = max_watch_backlog
         # Called after every committed change (the HTTP layer, tests); must not raise.
         self.listeners: list[Callable[[Event], None]] = []
         self._pending: set[asyncio.Task[Any]] = set()
@@ -474,6 +477,12 @@ class ObjectStore:
         for w in tuple(self.watchers.get(key, ())):
             t = w.wants(ev)
             if t is None:
+                continue
+            if w.http and w.queue.qsize() >= self.max_watch_backlog:
+                # Like kube-apiserver's watch cache, a client that does not keep up is cut off (it
+                # re-watches from its last resourceVersion) instead of buffering without bound.
+                self.remove_watcher(w)
+                w.queue.put_nowait(None)
                 continue
             if t != ev.type:
                 w.queue.put_nowait(ev.retyped(t))
