@@ -813,3 +813,65 @@ async def test_slow_watchers_are_disconnected(cluster: SimCluster, http: aiohttp
     lines = body.splitlines()
     assert 1 <= len(lines) <= 6
     assert all(orjson.loads(line)["type"] == "ADDED" for line in lines)
+
+
+async def test_foreground_deletion_waits_for_dependents(cluster: SimCluster) -> None:
+    store = cluster.store
+
+    def ref(obj: dict[str, Any]) -> list[dict[str, Any]]:
+        return [
+            {
+                "apiVersion": obj["apiVersion"],
+                "kind": obj["kind"],
+                "name": obj["metadata"]["name"],
+                "uid": obj["metadata"]["uid"],
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ]
+
+    spec = {
+        "selector": {"matchLabels": {"a": "b"}},
+        "template": {
+            "metadata": {"labels": {"a": "b"}},
+            "spec": {"containers": [{"name": "c", "image": "x"}]},
+        },
+    }
+    dep = await store.create(
+        "deployments.apps", {"metadata": {"name": "d", "namespace": "default"}, "spec": spec}
+    )
+    rs = await store.create(
+        "replicasets.apps",
+        {"metadata": {"name": "d-1", "namespace": "default", "ownerReferences": ref(dep)}, "spec": spec},
+    )
+    pod_spec = {"containers": [{"name": "c", "image": "x"}]}
+    await store.create(
+        "pods",
+        {
+            "metadata": {"name": "running", "namespace": "default", "ownerReferences": ref(rs)},
+            "spec": dict(pod_spec, nodeName="n1"),
+        },
+    )
+    await store.create(
+        "pods",
+        {
+            "metadata": {"name": "pending", "namespace": "default", "ownerReferences": ref(rs)},
+            "spec": pod_spec,
+        },
+    )
+    await store.delete("deployments.apps", "default", "d", propagation="Foreground")
+    held = store.get("deployments.apps", "default", "d")
+    assert held is not None
+    assert held["metadata"]["finalizers"] == ["foregroundDeletion"]
+    assert held["metadata"]["deletionTimestamp"]
+    rs_held = store.get("replicasets.apps", "default", "d-1")
+    assert rs_held is not None
+    assert rs_held["metadata"]["finalizers"] == ["foregroundDeletion"]
+    assert store.get("pods", "default", "pending") is None
+    running = store.get("pods", "default", "running")
+    assert running is not None
+    assert running["metadata"]["deletionGracePeriodSeconds"] == 30
+    # The node agent finishing the graceful deletion releases the whole chain.
+    await store.delete("pods", "default", "running", grace_period_s=0)
+    assert store.get("replicasets.apps", "default", "d-1") is None
+    assert store.get("deployments.apps", "default", "d") is None

@@ -16,6 +16,7 @@ import asyncio
 import base64
 import bisect
 import builtins
+import contextlib
 import copy
 import random
 import re
@@ -1090,6 +1091,8 @@ class ObjectStore:
             return obj
         if propagation == "Orphan":
             await self._orphan(md["uid"])
+        if propagation == "Foreground" and rt.key != "namespaces" and self._live_dependents(md["uid"]):
+            return await self._delete_foreground(rt, obj)
         grace = self._grace(rt, obj, grace_period_s)
         if rt.key == "namespaces":
             return await self._delete_namespace(obj)
@@ -1116,6 +1119,64 @@ class ObjectStore:
             return new
         return await self._remove(rt, obj)
 
+    def _live_dependents(self, uid: str) -> builtins.list[tuple[str, str, str]]:
+        return [d for d in self.dependents(uid) if self.entry(*d) is not None]
+
+    async def _delete_foreground(self, rt: ResourceType, obj: JsonObj) -> JsonObj:
+        """Foreground cascade: the owner stays (finalizer `foregroundDeletion`) until no dependent is left."""
+        md = obj["metadata"]
+        new = deep_copy(obj)
+        nmd = new["metadata"]
+        finalizers = list(nmd.get("finalizers") or [])
+        if "foregroundDeletion" not in finalizers:
+            finalizers.append("foregroundDeletion")
+        nmd["finalizers"] = finalizers
+        if not md.get("deletionTimestamp"):
+            nmd["deletionTimestamp"] = rfc3339(self.clock.now())
+            nmd["deletionGracePeriodSeconds"] = 0
+            if rt.generation:
+                nmd["generation"] = int(nmd.get("generation") or 0) + 1
+        if not _same_object(obj, new):
+            new = self._commit(rt, "MODIFIED", new, obj).obj
+        for key, ns, name in self._live_dependents(md["uid"]):
+            e = self.entry(key, ns, name)
+            if e is None or e.obj["metadata"].get("deletionTimestamp"):
+                continue
+            with contextlib.suppress(ApiError):
+                await self.delete(key, ns or None, name, propagation="Foreground", admit=False)
+        await self._finish_foreground(rt, md.get("namespace", ""), md["name"])
+        cur = self.entry(rt.key, md.get("namespace", ""), md["name"])
+        return cur.obj if cur is not None else new
+
+    async def _finish_foreground(self, rt: ResourceType, ns: str, name: str) -> None:
+        """Drop `foregroundDeletion` once no dependent is left; remove the owner if nothing else holds it."""
+        e = self.entry(rt.key, ns, name)
+        if e is None:
+            return
+        md = e.obj["metadata"]
+        if "foregroundDeletion" not in (md.get("finalizers") or []) or self._live_dependents(md["uid"]):
+            return
+        new = deep_copy(e.obj)
+        rest = [f for f in new["metadata"]["finalizers"] if f != "foregroundDeletion"]
+        if rest:
+            new["metadata"]["finalizers"] = rest
+        else:
+            new["metadata"].pop("finalizers", None)
+        new = self._commit(rt, "MODIFIED", new, e.obj).obj
+        if not rest:
+            await self._remove(rt, new)
+
+    async def _release_foreground_owners(self, obj: JsonObj) -> None:
+        md = obj["metadata"]
+        for ref in md.get("ownerReferences") or []:
+            owner_rt = self.registry.by_kind(ref.get("apiVersion", ""), ref.get("kind", ""))
+            if owner_rt is None:
+                continue
+            ns = md.get("namespace", "") if owner_rt.namespaced else ""
+            owner = self.entry(owner_rt.key, ns, ref.get("name", ""))
+            if owner is not None and owner.obj["metadata"].get("uid") == ref.get("uid"):
+                await self._finish_foreground(owner_rt, ns, ref.get("name", ""))
+
     def _grace(self, rt: ResourceType, obj: JsonObj, requested: int | None) -> int:
         if rt.key != "pods":
             return 0
@@ -1141,6 +1202,7 @@ class ObjectStore:
         if rt.key == "customresourcedefinitions.apiextensions.k8s.io":
             await self._unregister_crd(final)
         await self._collect(md["uid"])
+        await self._release_foreground_owners(final)
         if ns and rt.namespaced:
             nsobj = self.get("namespaces", None, ns)
             if nsobj is not None and nsobj["metadata"].get("deletionTimestamp"):
