@@ -2,9 +2,12 @@
 
 Owns: create / update / patch / delete with kube-apiserver semantics (uid, generateName, generation,
 timestamps from the virtual clock, optimistic concurrency, status-subresource rules, graceful pod deletion,
-finalizers, ownerReference garbage collection, namespace termination), the cached serialized bytes of each
-object (LIST concatenates them), the bounded event history that makes old resourceVersions expire (410),
-and fan-out of changes to HTTP watchers and in-process subscribers. Implements `vpa.sim.contracts.Store`.
+finalizers, ownerReference garbage collection with Background / Orphan / Foreground propagation, namespace
+termination, dry runs, CRD registration and schema checks), the cached serialized bytes of each object
+(LIST concatenates them), the bounded event history (bytes only) that makes old resourceVersions expire
+(410), and fan-out of changes to HTTP watchers (cut off when they fall too far behind) and in-process
+subscribers. Implements `vpa.sim.contracts.Store`; admission webhooks run on `create(admit=True)` and on
+every update/patch/delete unless `admit=False`.
 
 Must not: speak HTTP or know about specific kinds beyond what the generic API machinery knows (pods'
 graceful deletion, namespaces, CRD registration). Kind semantics come through `Hooks`.
