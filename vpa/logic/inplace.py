@@ -30,6 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, NamedTuple
 
+from vpa.logic import capping
 from vpa.logic.infeasible import InfeasibleAttempts
 from vpa.logic.priority import (
     NO_PRIORITY,
@@ -98,14 +99,11 @@ def proportional_limit(
 ) -> int | None:
     """Upstream's `getProportionalResourceLimit` without the LimitRange default: None = leave the limit.
 
-    No (or zero) original limit → None; new request 0 → None; no original request, or request == limit →
-    the new request; else floor(limit × new / request), capped at MaxInt64.
+    The one implementation is the admission controller's (`capping.proportional_limit`); a resize keeps
+    limits exactly as admission would have set them.
     """
-    if not original_limit or new_request == 0:
-        return None
-    if not original_request or original_request == original_limit:
-        return new_request
-    return min(original_limit * new_request // original_request, MAX_INT64)
+    limit, _ = capping.proportional_limit("", original_limit, original_request, new_request, None)
+    return limit
 
 
 def compute_changes(pod: PodView, targets: Sequence[ContainerTarget]) -> list[Change]:
