@@ -134,13 +134,14 @@ async def test_mutating_webhook_over_tls_patch_applied_and_warning(
     assert req["object"]["metadata"]["generateName"] == "web-"
     assert req["oldObject"] is None
     assert req["dryRun"] is False
-    assert req["userInfo"]["username"]
+    assert req["userInfo"]["username"] == "system:admin"  # an HTTP client
     assert req["options"]["kind"] == "CreateOptions"
     # In-process writes go through the same admission unless admit=False.
     created = await cluster.store.create(
         "pods", dict(_pod("inproc"), metadata={"name": "inproc", "namespace": "default"})
     )
     assert created["metadata"]["annotations"] == {"vpaUpdates": "cpu request"}
+    assert webhook.reviews[-1]["request"]["userInfo"]["username"] == "system:kube-controller-manager"
     raw = await cluster.store.create(
         "pods", {"metadata": {"name": "raw", "namespace": "default"}, "spec": {"containers": []}}, admit=False
     )

@@ -47,7 +47,9 @@ from vpa.sim.apiserver.faults import Faults
 from vpa.sim.apiserver.registry import ResourceType
 from vpa.sim.apiserver.selectors import selector_to_string
 from vpa.sim.apiserver.store import (
+    DEFAULT_USER,
     FIELD_VALIDATION,
+    REQUEST_USER,
     WARNINGS,
     Event,
     ObjectStore,
@@ -163,6 +165,8 @@ class ApiServer:
                 )
             )
         fv_token = FIELD_VALIDATION.set(mode)
+        # Any bearer token is accepted; every client acts as a cluster admin.
+        user_token = REQUEST_USER.set(DEFAULT_USER)
         try:
             resp = await handler(request)
         except ApiError as err:
@@ -177,6 +181,7 @@ class ApiServer:
         finally:
             WARNINGS.reset(token)
             FIELD_VALIDATION.reset(fv_token)
+            REQUEST_USER.reset(user_token)
         if sink and not resp.prepared:
             for w in sink:
                 # RFC 7234 warn-text, quoted as kube-apiserver quotes it (backslash escapes).

@@ -685,7 +685,7 @@ class ObjectStore:
         name_for_msgs = md.get("name") or md.get("generateName", "")
         self.hooks.run_defaulters(rt.key, "CREATE", None, obj, None)
         self._schema_check(rt, obj, version)
-        user = user or DEFAULT_USER
+        user = user or REQUEST_USER.get()
         warnings: builtins.list[str] = []
         if admit and self.admission is not None and self.admission.active():
             obj, warnings = await self.admission.mutate(
@@ -870,7 +870,7 @@ class ObjectStore:
         new["apiVersion"] = rt.api_version(version or old.get("apiVersion", "").rpartition("/")[2] or None)
         new["kind"] = rt.kind
         new["metadata"]["resourceVersion"] = old_rv
-        user = user or DEFAULT_USER
+        user = user or REQUEST_USER.get()
         self.hooks.run_defaulters(rt.key, "UPDATE", old, new, subresource)
         if subresource is None or (subresource == "status" and rt.crd):
             self._schema_check(rt, new, version)
@@ -1082,7 +1082,7 @@ class ObjectStore:
                 namespace=ns or None,
                 name=name,
                 dry_run=dry_run,
-                user=user or DEFAULT_USER,
+                user=user or REQUEST_USER.get(),
                 options=options,
             )
             cur = self.entry(rt.key, ns, name)
@@ -1515,6 +1515,10 @@ class ObjectStore:
 # Admission warnings of the current request; the HTTP layer sets a list and turns it into Warning headers.
 WARNINGS: ContextVar[builtins.list[str] | None] = ContextVar("sim_admission_warnings", default=None)
 
+
+# Who is writing: HTTP requests set the client's identity; in-process writes (controllers, node agent)
+# default to the controller manager's, as kube-apiserver's admission sees them.
+REQUEST_USER: ContextVar[JsonObj] = ContextVar("sim_request_user", default=CONTROLLER_USER)
 
 # The request's fieldValidation directive (Strict, Warn, Ignore); the HTTP layer sets it per request.
 FIELD_VALIDATION: ContextVar[str] = ContextVar("sim_field_validation", default="Ignore")
