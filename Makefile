@@ -5,7 +5,7 @@ PYTEST_ARGS ?=
 HELM    := .tools/helm/helm
 KUBE_VERSION := 1.35.0
 
-.PHONY: setup run lint typecheck imports test check e2e bench tools chart chart-docs flags-doc clean
+.PHONY: setup demo run lint typecheck imports test check e2e bench tools chart chart-docs flags-doc clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -14,6 +14,10 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 setup: $(VENV)/.installed
+
+# The newcomer's demo: a simulated cluster, vpa run, sample workloads, a live table; exits by itself.
+demo: setup
+	$(VENV)/bin/vpa demo
 
 # The main job: a simulated cluster and `vpa run` against it (Ctrl-C stops both).
 run: setup

@@ -28,6 +28,7 @@ Commands:
   run       Run the VPA components (recommender, updater, admission controller) in one process.
   sim       Run a simulated Kubernetes cluster (API server, controllers, nodes, metrics).
   replay    Run the recommender over a usage trace and print its recommendations.
+  demo      Start a simulated cluster and vpa run, deploy sample workloads, and watch them resized in place.
   version   Print the version and the upstream VPA version this is compatible with.
 
 Run `vpa <command> --help` for a command's flags.
@@ -108,6 +109,8 @@ def main(
         return _replay(rest, environment, out, err)
     if command == "sim":
         return _sim(rest)
+    if command == "demo":
+        return _exit_status(_load("vpa.demo", "main")(list(rest)))
     if command in ("version", "--version"):
         print(version_text(), file=out)
         return 0
