@@ -86,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--history-size",
         type=int,
         default=50_000,
-        help="watch events kept; older resourceVersions get 410 Expired",
+        help="watch events kept per resource; older resourceVersions get 410 Expired",
     )
     p.add_argument(
         "--bookmark-interval",

@@ -16,6 +16,7 @@ from kubernetes_asyncio import client, watch
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from vpa.sim import SimCluster
+from vpa.sim.contracts import ApiError
 
 VPA_GROUP, VPA_VERSION, VPA_PLURAL = "autoscaling.k8s.io", "v1", "verticalpodautoscalers"
 
@@ -875,3 +876,24 @@ async def test_foreground_deletion_waits_for_dependents(cluster: SimCluster) -> 
     await store.delete("pods", "default", "running", grace_period_s=0)
     assert store.get("replicasets.apps", "default", "d-1") is None
     assert store.get("deployments.apps", "default", "d") is None
+
+
+async def test_history_is_per_resource_like_the_watch_cache() -> None:
+    async with SimCluster(behaviour=False, history_size=10) as cluster:
+        store = cluster.store
+        rv = store.rv
+        await store.create("secrets", {"metadata": {"name": "quiet", "namespace": "default"}})
+        for i in range(30):  # churn on another resource pushes only that resource's window forward
+            await store.create("configmaps", {"metadata": {"name": f"busy{i}", "namespace": "default"}})
+        w = store.add_watcher("secrets", "default", since_rv=rv)
+        ev = w.queue.get_nowait()
+        assert ev is not None
+        assert not isinstance(ev, str)
+        assert (ev.type, ev.obj["metadata"]["name"]) == ("ADDED", "quiet")
+        store.remove_watcher(w)
+        with pytest.raises(ApiError) as err:
+            store.add_watcher("configmaps", "default", since_rv=rv)
+        assert err.value.code == 410
+        assert store.compacted_for("secrets") == 0
+        cluster.faults.compact()
+        assert store.compacted_for("secrets") == store.rv

@@ -857,8 +857,9 @@ class ApiServer:
                     causes=[{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
                     retry_after_s=1,
                 )
-            if match == "Exact" and want < store.compacted_rv:
-                raise ApiError(410, "Expired", f"too old resource version: {want} ({store.compacted_rv})")
+            floor = store.compacted_for(rt.key)
+            if match == "Exact" and want < floor:
+                raise ApiError(410, "Expired", f"too old resource version: {want} ({floor})")
         limit_raw = q.get("limit", "0")
         try:
             limit = int(limit_raw)
@@ -867,7 +868,7 @@ class ApiServer:
         start: tuple[str, str] | None = None
         list_rv = store.rv
         if q.get("continue"):
-            list_rv, start = store.decode_continue(q["continue"])
+            list_rv, start = store.decode_continue(q["continue"], rt.key)
         entries = store.iter_entries(
             rt.key,
             namespace,

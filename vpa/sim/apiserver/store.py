@@ -304,8 +304,12 @@ class ObjectStore:
         self._sorted: dict[str, list[tuple[str, str]]] = {}
         self._owners: dict[str, set[tuple[str, str, str]]] = {}
         self.rv = 1
+        # Like kube-apiserver's watch cache, history is kept per resource: a quiet resource's window is
+        # not pushed out by another resource's churn. `compacted_rv` is the floor set by `compact()`.
+        self.history_size = history_size
         self.compacted_rv = 0
-        self.history: deque[HistoryRecord] = deque(maxlen=history_size)
+        self._history: dict[str, deque[HistoryRecord]] = {}
+        self._expired: dict[str, int] = {}
         self.watchers: dict[str, set[Watcher]] = {}
         # Events an HTTP watcher may have queued before it is considered too slow and disconnected.
         self.max_watch_backlog = max_watch_backlog
@@ -475,9 +479,12 @@ class ObjectStore:
             inner[name] = entry
             self._index_owners(key, obj, True)
         ev = Event(rv, key, ns, etype, obj, raw, old, old_raw)
-        if self.history.maxlen is not None and len(self.history) == self.history.maxlen:
-            self.compacted_rv = self.history[0].rv
-        self.history.append(HistoryRecord(rv, key, ns, etype, raw, old_raw))
+        history = self._history.get(key)
+        if history is None:
+            history = self._history[key] = deque(maxlen=self.history_size)
+        if len(history) == self.history_size:
+            self._expired[key] = history[0].rv
+        history.append(HistoryRecord(rv, key, ns, etype, raw, old_raw))
         for w in tuple(self.watchers.get(key, ())):
             t = w.wants(ev)
             if t is None:
@@ -1412,8 +1419,9 @@ class ObjectStore:
             http=http,
         )
         if since_rv is not None and not initial:
-            if since_rv < self.compacted_rv:
-                raise ApiError(410, "Expired", f"too old resource version: {since_rv} ({self.compacted_rv})")
+            floor = self.compacted_for(resource)
+            if since_rv < floor:
+                raise ApiError(410, "Expired", f"too old resource version: {since_rv} ({floor})")
             if since_rv > self.rv:
                 raise ApiError(
                     504,
@@ -1422,7 +1430,7 @@ class ObjectStore:
                     causes=[{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
                     retry_after_s=1,
                 )
-            for rec in self.history:
+            for rec in self._history.get(resource, ()):
                 if rec.rv <= since_rv or rec.key != resource:
                     continue
                 ev = rec.event()
@@ -1472,8 +1480,13 @@ class ObjectStore:
 
     def compact(self) -> None:
         """Forget all history: every resourceVersion older than the current one is now expired."""
-        self.history.clear()
+        self._history.clear()
+        self._expired.clear()
         self.compacted_rv = self.rv
+
+    def compacted_for(self, resource: str) -> int:
+        """The oldest resourceVersion a watch or continue token on `resource` may still start from."""
+        return max(self.compacted_rv, self._expired.get(resource, 0))
 
     def subscribe(self, resource: str) -> AsyncIterator[WatchEvent]:
         """Registers now (not on first iteration), so no change made after this call is missed."""
@@ -1487,7 +1500,7 @@ class ObjectStore:
         payload = {"v": "meta.k8s.io/v1", "rv": rv, "start": start + "\x00", "ns": last[0], "name": last[1]}
         return base64.urlsafe_b64encode(orjson.dumps(payload)).decode().rstrip("=")
 
-    def decode_continue(self, token: str) -> tuple[int, tuple[str, str]]:
+    def decode_continue(self, token: str, resource: str = "") -> tuple[int, tuple[str, str]]:
         try:
             raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
             data = orjson.loads(raw)
@@ -1495,7 +1508,7 @@ class ObjectStore:
             last = (str(data["ns"]), str(data["name"]))
         except (ValueError, KeyError, TypeError, orjson.JSONDecodeError) as exc:
             raise ApiError(400, "BadRequest", f"invalid continue token: {exc}") from exc
-        if rv < self.compacted_rv:
+        if rv < self.compacted_for(resource):
             raise ApiError(
                 410,
                 "Expired",
