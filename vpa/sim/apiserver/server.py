@@ -1170,7 +1170,8 @@ class ApiServer:
                 namespace=namespace,
                 name=name,
                 body=body,
-                content_type=request.content_type if request.can_read_body else None,
+                # The body has been read by now, so `can_read_body` is False: go by the method instead.
+                content_type=request.content_type if method in ("POST", "PUT", "PATCH") else None,
                 query=dict(request.query),
             )
             status, out = await handler(sreq)
