@@ -925,7 +925,9 @@ class ObjectStore:
                 raise not_found(rt, name)
             if cur.obj["metadata"]["resourceVersion"] != old_rv:
                 return None
-        if rt.generation and _spec_changed(rt, old, new):
+        # A binding sets spec.nodeName outside the pod update strategy: kube-apiserver does not bump
+        # generation for it (the scheduler's bind is not a spec change the kubelet must observe).
+        if rt.generation and subresource != "binding" and _spec_changed(rt, old, new):
             new["metadata"]["generation"] = int(old_md.get("generation") or 0) + 1
         _add_warnings(warnings)
         if _same_object(old, new):
