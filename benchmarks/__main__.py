@@ -10,6 +10,7 @@ import importlib
 import sys
 
 BENCHMARKS: dict[str, str] = {
+    "sim_list": "benchmarks.sim_list",
     "watch_cache": "benchmarks.watch_cache",
     "pod_views": "benchmarks.pod_views",
     "recommender_estimation": "benchmarks.recommender_estimation",
