@@ -178,6 +178,9 @@ class LeaderElector:
         self._observed: LeaseRecord | None = None
         self._observed_at = 0.0  # clock.monotonic() when the observed record last changed
         self._last_renew = 0.0  # clock.monotonic() when the last successful renewal was *sent*
+        # True while a write that would make us the holder is sent but unanswered: if the campaign is
+        # cancelled then, the server may have granted the lease without our seeing it.
+        self._write_unanswered = False
         self.transitions_seen = 0  # times this elector became leader
 
     @property
@@ -232,12 +235,15 @@ class LeaderElector:
                 "metadata": {"name": self.name, "namespace": self.namespace},
                 "spec": record.to_spec(),
             }
+            self._write_unanswered = True
             try:
                 await self._client.request_json(
                     "POST", lease_path(self.namespace), body=body, max_retries=0, idempotent=False
                 )
             except Conflict:
+                self._write_unanswered = False
                 return False  # someone created it first
+            self._write_unanswered = False  # (left set on cancellation or an error: the outcome is unknown)
             self._observe(record, sent_at)
             self._last_renew = sent_at
             return True
@@ -258,11 +264,14 @@ class LeaderElector:
             transitions=old.transitions if ours else old.transitions + 1,
         )
         lease["spec"] = {**(lease.get("spec") or {}), **record.to_spec()}
+        self._write_unanswered = True
         try:
             # PUT carries metadata.resourceVersion from the GET: a concurrent writer makes this a 409.
             await self._client.request_json("PUT", path, body=lease, max_retries=0)
         except Conflict:
+            self._write_unanswered = False
             return False
+        self._write_unanswered = False
         self._observe(record, sent_at)
         self._last_renew = sent_at
         return True
@@ -320,9 +329,12 @@ class LeaderElector:
                     max(0.0, min(self.retry_period_s, deadline - self._clock.monotonic()))
                 )
 
-    async def release(self) -> bool:
-        """Give the lease up if we hold it: empty holder and a 1 s duration so others take it at once."""
-        if self._observed is None or self._observed.holder != self.identity:
+    async def release(self, *, unconfirmed: bool = False) -> bool:
+        """Give the lease up if we hold it: empty holder and a 1 s duration so others take it at once.
+
+        `unconfirmed`: we may hold it without having seen the grant (a campaign write went unanswered), so
+        ask the server rather than trust what we last observed."""
+        if not unconfirmed and (self._observed is None or self._observed.holder != self.identity):
             return False
         path = lease_path(self.namespace, self.name)
         now_s = self._clock.now()
@@ -360,7 +372,13 @@ class LeaderElector:
 
     async def run(self, lead: Callable[[], Awaitable[None]]) -> None:
         """Campaign, run `lead()` while leading; return when leadership is lost. See the class docstring."""
-        await self.acquire()
+        try:
+            await self.acquire()
+        except asyncio.CancelledError:
+            if self._write_unanswered and self._release_on_cancel:
+                self._write_unanswered = False
+                await self.release(unconfirmed=True)
+            raise
         lead_task = asyncio.ensure_future(lead())
         renew_task = asyncio.ensure_future(self._renew_until_lost())
         lost = False

@@ -312,3 +312,40 @@ async def test_lead_that_fails_releases_the_lease_and_reraises(
         await asyncio.wait_for(a.elector.run(finish), 10)
         assert lease_spec(cluster)["holderIdentity"] == ""
         assert a.elector.transitions_seen == 2
+
+
+class _AnswerLost:
+    """A client whose lease writes reach the server but whose answers never come back (the process is
+    stopped while the API server has already granted the lease)."""
+
+    def __init__(self, client: KubeClient) -> None:
+        self._client = client
+        self.written = asyncio.Event()
+
+    async def request_json(self, method: str, path: str, **kwargs: object) -> object:
+        answer = await self._client.request_json(method, path, **kwargs)  # type: ignore[arg-type]
+        if method in ("POST", "PUT"):
+            self.written.set()
+            await asyncio.Event().wait()
+        return answer
+
+
+@pytest.mark.parametrize("existing", [False, True], ids=["create", "update"])
+async def test_campaign_cancelled_after_an_unanswered_grant_releases(
+    cluster: SimCluster, clock: VirtualClock, existing: bool
+) -> None:
+    async with candidates(cluster, clock, "a", "b") as (a, b):
+        if existing:  # b held it and released it: a's grant is an update of the Lease
+            b.start()
+            await eventually(lambda: b.working, what="b to lead")
+            await b.stop()
+        lossy = _AnswerLost(a.client)
+        a.elector._client = lossy  # type: ignore[assignment]
+        a.start()
+        await asyncio.wait_for(lossy.written.wait(), 10)
+        assert lease_spec(cluster)["holderIdentity"] == a.elector.identity  # granted, unseen by a
+        lossy.written.clear()
+        a.elector._client = a.client
+        await a.stop()
+        assert not a.elector.is_leader
+        assert lease_spec(cluster)["holderIdentity"] == ""
