@@ -190,6 +190,9 @@ class _KeyMatcher:
     def matches(self, labels: Mapping[str, str]) -> bool:
         return labels.get(KEY_LABEL) == self.key
 
+    def index_terms(self) -> tuple[tuple[str, str], ...]:
+        return ((KEY_LABEL, self.key),)
+
     def __eq__(self, other: object) -> bool:
         return isinstance(other, _KeyMatcher) and other.key == self.key
 

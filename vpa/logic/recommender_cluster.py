@@ -35,6 +35,10 @@ class LabelMatcher(Protocol):
 
     def matches(self, labels: Mapping[str, str]) -> bool: ...
 
+    def index_terms(self) -> tuple[tuple[str, str], ...] | None:
+        """Label pairs at least one of which every matching label set holds; None when there are none."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class PodId:
@@ -81,10 +85,62 @@ class _Pod:
 class _Vpa:
     view: VpaView
     selector: LabelMatcher
+    order: int  # when it was added: VPAs matching one label set are visited in this order
+    terms: tuple[tuple[str, str], ...] | None
     aggregates: dict[AggregateStateKey, AggregateContainerState] = field(default_factory=dict)
     initial_states: dict[str, AggregateContainerState] = field(default_factory=dict)
     pod_count: int = 0
     checkpoint_written: float | None = None
+
+
+class _NamespaceVpas:
+    """The VPAs of one namespace, indexed by the label pairs their selectors pin (`index_terms`), so that
+    finding the VPAs whose selector matches a label set costs the candidates, not every VPA there (a
+    namespace with thousands of VPAs would otherwise make pod intake quadratic)."""
+
+    __slots__ = ("by_name", "by_term", "unindexed")
+
+    def __init__(self) -> None:
+        self.by_name: dict[str, _Vpa] = {}
+        self.by_term: dict[tuple[str, str], dict[str, _Vpa]] = {}
+        self.unindexed: dict[str, _Vpa] = {}
+
+    def add(self, vpa: _Vpa) -> None:
+        name = vpa.view.name
+        self.by_name[name] = vpa
+        if vpa.terms is None:
+            self.unindexed[name] = vpa
+        for term in vpa.terms or ():
+            self.by_term.setdefault(term, {})[name] = vpa
+
+    def remove(self, vpa: _Vpa) -> None:
+        name = vpa.view.name
+        self.by_name.pop(name, None)
+        self.unindexed.pop(name, None)
+        for term in vpa.terms or ():
+            bucket = self.by_term.get(term)
+            if bucket is not None:
+                bucket.pop(name, None)
+                if not bucket:
+                    del self.by_term[term]
+
+    def matching(self, labels: Mapping[str, str]) -> list[_Vpa]:
+        """The VPAs whose selector matches `labels`, in the order they were added."""
+        found = [vpa for vpa in self.unindexed.values() if vpa.selector.matches(labels)]
+        by_term = self.by_term
+        if by_term:
+            # A pod holds one value per key, so a VPA indexed under several values of one key is seen once.
+            for pair in labels.items():
+                bucket = by_term.get(pair)
+                if bucket is not None:
+                    found.extend(vpa for vpa in bucket.values() if vpa.selector.matches(labels))
+        if len(found) > 1:
+            found.sort(key=_vpa_order)
+        return found
+
+
+def _vpa_order(vpa: _Vpa) -> int:
+    return vpa.order
 
 
 class ClusterState:
@@ -94,10 +150,12 @@ class ClusterState:
         self.config = config
         self._pods: dict[PodId, _Pod] = {}
         self._pods_by_namespace: dict[str, dict[PodId, _Pod]] = {}
+        self._pods_by_labels: dict[tuple[str, LabelSet], dict[PodId, _Pod]] = {}
         self._aggregates: dict[AggregateStateKey, AggregateContainerState] = {}
         self._aggregates_by_namespace: dict[str, dict[AggregateStateKey, AggregateContainerState]] = {}
         self._vpas: dict[tuple[str, str], _Vpa] = {}
-        self._vpas_by_namespace: dict[str, dict[str, _Vpa]] = {}
+        self._vpas_by_namespace: dict[str, _NamespaceVpas] = {}
+        self._vpas_added = 0
         self._label_sets: dict[LabelSet, LabelSet] = {}
         self._last_gc: float | None = None
 
@@ -133,11 +191,14 @@ class ClusterState:
             pod = _Pod(pod_id, label_set, dict(labels), phase)
             self._pods[pod_id] = pod
             self._pods_by_namespace.setdefault(pod_id.namespace, {})[pod_id] = pod
+            self._pods_by_labels.setdefault((pod_id.namespace, label_set), {})[pod_id] = pod
             self._count_pod(pod, +1)
         elif pod.labels != label_set:
             self._count_pod(pod, -1)
+            self._unlink_labels(pod)
             pod.labels = label_set
             pod.label_map = dict(labels)
+            self._pods_by_labels.setdefault((pod_id.namespace, label_set), {})[pod_id] = pod
             for container_name in pod.containers:
                 self._find_or_create_aggregate(self._key(pod, container_name), now)
             self._count_pod(pod, +1)
@@ -162,6 +223,7 @@ class ClusterState:
         if pod is None:
             return
         self._count_pod(pod, -1)
+        self._unlink_labels(pod)
         namespace_pods = self._pods_by_namespace.get(pod_id.namespace)
         if namespace_pods is not None:
             namespace_pods.pop(pod_id, None)
@@ -193,9 +255,10 @@ class ClusterState:
             self.delete_vpa(view.namespace, view.name)
             vpa = None
         if vpa is None:
-            vpa = _Vpa(view, selector)
+            self._vpas_added += 1
+            vpa = _Vpa(view, selector, self._vpas_added, selector.index_terms())
             self._vpas[key] = vpa
-            self._vpas_by_namespace.setdefault(view.namespace, {})[view.name] = vpa
+            self._vpas_by_namespace.setdefault(view.namespace, _NamespaceVpas()).add(vpa)
             for aggregate_key, aggregate in self._aggregates_by_namespace.get(view.namespace, {}).items():
                 self._use_if_matching(vpa, aggregate_key, aggregate)
             vpa.pod_count = sum(1 for pod in self._pods_by_namespace.get(view.namespace, {}).values()
@@ -214,8 +277,8 @@ class ClusterState:
             return
         namespace_vpas = self._vpas_by_namespace.get(namespace)
         if namespace_vpas is not None:
-            namespace_vpas.pop(name, None)
-            if not namespace_vpas:
+            namespace_vpas.remove(vpa)
+            if not namespace_vpas.by_name:
                 del self._vpas_by_namespace[namespace]
 
     def set_initial_state(self, namespace: str, name: str, container_name: str,
@@ -266,10 +329,13 @@ class ClusterState:
         samples does not count that interval twice."""
         vpa = self._vpa(namespace, name)
         states = self.merged_states(namespace, name)
-        for pod in self._pods_by_namespace.get(namespace, {}).values():
-            for container_name, container in pod.containers.items():
-                state = states.get(container_name)
-                if state is None or self._key(pod, container_name) not in vpa.aggregates:
+        for key in vpa.aggregates:
+            state = states.get(key.container_name)
+            if state is None:
+                continue
+            for pod in self._pods_by_labels.get((key.namespace, key.labels), {}).values():
+                container = pod.containers.get(key.container_name)
+                if container is None:
                     continue
                 window_end = container.window_end
                 if window_end is not None and now < window_end:
@@ -296,8 +362,10 @@ class ClusterState:
             del namespace_aggregates[key]
             if not namespace_aggregates:
                 del self._aggregates_by_namespace[key.namespace]
-            for vpa in self._vpas_by_namespace.get(key.namespace, {}).values():
-                vpa.aggregates.pop(key, None)
+            namespace_vpas = self._vpas_by_namespace.get(key.namespace)
+            if namespace_vpas is not None:
+                for vpa in namespace_vpas.matching(key.label_map()):
+                    vpa.aggregates.pop(key, None)
         # Forget interned label sets no pod or aggregate uses any more (label churn from rollouts).
         live = {pod.labels for pod in self._pods.values()} | {key.labels for key in self._aggregates}
         self._label_sets = {labels: labels for labels in live}
@@ -354,8 +422,10 @@ class ClusterState:
             aggregate = AggregateContainerState(self.config, now)
             self._aggregates[key] = aggregate
             self._aggregates_by_namespace.setdefault(key.namespace, {})[key] = aggregate
-            for vpa in self._vpas_by_namespace.get(key.namespace, {}).values():
-                self._use_if_matching(vpa, key, aggregate)
+            namespace_vpas = self._vpas_by_namespace.get(key.namespace)
+            if namespace_vpas is not None:
+                for vpa in namespace_vpas.matching(key.label_map()):
+                    self._use_if_matching(vpa, key, aggregate)
         return aggregate
 
     def _use_if_matching(self, vpa: _Vpa, key: AggregateStateKey, aggregate: AggregateContainerState) -> None:
@@ -367,9 +437,18 @@ class ClusterState:
         aggregate.update_from_policy(vpa.view.resource_policy.for_container(key.container_name), self.config)
 
     def _count_pod(self, pod: _Pod, delta: int) -> None:
-        for vpa in self._vpas_by_namespace.get(pod.pod_id.namespace, {}).values():
-            if vpa.selector.matches(pod.label_map):
+        namespace_vpas = self._vpas_by_namespace.get(pod.pod_id.namespace)
+        if namespace_vpas is not None:
+            for vpa in namespace_vpas.matching(pod.label_map):
                 vpa.pod_count += delta
+
+    def _unlink_labels(self, pod: _Pod) -> None:
+        index_key = (pod.pod_id.namespace, pod.labels)
+        same_labels = self._pods_by_labels.get(index_key)
+        if same_labels is not None:
+            same_labels.pop(pod.pod_id, None)
+            if not same_labels:
+                del self._pods_by_labels[index_key]
 
 
 class _AggregateLookup:

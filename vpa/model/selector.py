@@ -282,6 +282,17 @@ class Selector:
                 return False
         return True
 
+    def index_terms(self) -> tuple[tuple[str, str], ...] | None:
+        """Label pairs at least one of which every matching label set holds, so that selectors can be
+        indexed by label: the pairs of the first `=` or `in` requirement; `()` for nothing() (no label set
+        matches); None when no requirement pins a value (everything(), only `!=`, `notin`, `exists`...)."""
+        if self.selects_nothing:
+            return ()
+        for requirement in self.requirements:
+            if requirement.operator is Operator.EQUALS or requirement.operator is Operator.IN:
+                return tuple((requirement.key, value) for value in requirement.values)
+        return None
+
     def is_everything(self) -> bool:
         return not self.selects_nothing and not self.requirements
 

@@ -306,3 +306,24 @@ def test_string_form_round_trips_and_agrees_on_matching(
     parsed = Selector.parse(selector.to_string())
     assert parsed == selector
     assert parsed.matches(labels) == all(r.matches(labels) for r in requirements)
+
+
+@pytest.mark.parametrize(
+    ("text", "terms"),
+    [
+        ("app=web", (("app", "web"),)),
+        ("app in (a,b),tier=db", (("app", "a"), ("app", "b"))),  # the first pinning one, by key
+        ("app!=web,tier=db", (("tier", "db"),)),
+        ("app notin (a),track", None),
+        ("", None),
+    ],
+    ids=["equals", "in-first", "skips-not-equals", "no-pinning-requirement", "everything"],
+)
+def test_index_terms_are_pairs_every_match_holds(
+    text: str, terms: tuple[tuple[str, str], ...] | None
+) -> None:
+    assert Selector.parse(text).index_terms() == terms
+
+
+def test_nothing_has_no_index_terms() -> None:
+    assert Selector.nothing().index_terms() == ()
