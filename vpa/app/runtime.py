@@ -38,6 +38,7 @@ from prometheus_client import (
 )
 
 from vpa import __version__
+from vpa.app.heap import HeapKeeper
 from vpa.components import health
 from vpa.components.context import ComponentContext
 from vpa.kube import converting
@@ -137,6 +138,7 @@ class Runtime:
         self._sim_clock: SimClock | None = None
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._gc_frozen = False
+        self.heap = HeapKeeper(self.registry)
 
     def add_component(self, spec: ComponentSpec) -> None:
         self._components.append(spec)
@@ -319,6 +321,8 @@ class Runtime:
             gc.collect()
             gc.freeze()
             self._gc_frozen = True
+            # From now on full collections run on a schedule, not in the middle of a recommender loop.
+            self._spawn("heap", self.heap.run())
 
     async def _supervise(self) -> int:
         stop = asyncio.ensure_future(self.stop_event.wait())
