@@ -665,10 +665,15 @@ class Recommender:
         Checkpoint content is computed here, paced; the workers only write."""
         cluster = self.core.cluster
         workers = max(1, self.settings.update_worker_count)
-        order = sorted(
-            (key for key, tracked in self._tracked.items() if not self._fetching_history(tracked.view)),
-            key=lambda k: (cluster.checkpoint_written(*k) or -math.inf, k))
         pacer = _Pacer(self._chunk_budget_s)
+        candidates: list[tuple[float, tuple[str, str]]] = []
+        for key, tracked in list(self._tracked.items()):
+            if not self._fetching_history(tracked.view):
+                candidates.append((cluster.checkpoint_written(*key) or -math.inf, key))
+            if pacer.due():
+                await pacer.pause()
+        candidates.sort()
+        order = [key for _, key in candidates]
         Job = tuple[tuple[str, str], list[tuple[str, dict[str, object]]]]
 
         async def produce(put: Callable[[Job], Awaitable[None]]) -> None:

@@ -349,13 +349,10 @@ class ClusterState:
         """Drop aggregates that are empty and fed by no contributive pod, or expired (no CPU sample for a
         memory window, or empty and older than one). A pod is contributive while it is not
         Succeeded/Failed, or while its controller still exists. Returns the deleted keys."""
-        contributive: set[AggregateStateKey] = set()
-        for pod in self._pods.values():
-            if pod.phase not in INACTIVE_POD_PHASES or pod.pod_id in pods_with_live_controller:
-                for container_name in pod.containers:
-                    contributive.add(self._key(pod, container_name))
+        controlled = pods_with_live_controller
         doomed = [key for key, aggregate in self._aggregates.items()
-                  if (key not in contributive and aggregate.is_empty()) or aggregate.is_expired(now)]
+                  if aggregate.is_expired(now) or (
+                      aggregate.is_empty() and not self._fed_by_contributive_pod(key, controlled))]
         for key in doomed:
             del self._aggregates[key]
             namespace_aggregates = self._aggregates_by_namespace[key.namespace]
@@ -367,7 +364,7 @@ class ClusterState:
                 for vpa in namespace_vpas.matching(key.label_map()):
                     vpa.aggregates.pop(key, None)
         # Forget interned label sets no pod or aggregate uses any more (label churn from rollouts).
-        live = {pod.labels for pod in self._pods.values()} | {key.labels for key in self._aggregates}
+        live = {labels for _, labels in self._pods_by_labels} | {key.labels for key in self._aggregates}
         self._label_sets = {labels: labels for labels in live}
         return doomed
 
@@ -441,6 +438,16 @@ class ClusterState:
         if namespace_vpas is not None:
             for vpa in namespace_vpas.matching(pod.label_map):
                 vpa.pod_count += delta
+
+    def _fed_by_contributive_pod(self, key: AggregateStateKey, pods_with_live_controller: Collection[PodId],
+                                 ) -> bool:
+        """A pod with the aggregate's labels has a container of its name and is not finished (or its
+        controller still exists)."""
+        for pod in self._pods_by_labels.get((key.namespace, key.labels), {}).values():
+            if key.container_name in pod.containers and (
+                    pod.phase not in INACTIVE_POD_PHASES or pod.pod_id in pods_with_live_controller):
+                return True
+        return False
 
     def _unlink_labels(self, pod: _Pod) -> None:
         index_key = (pod.pod_id.namespace, pod.labels)
