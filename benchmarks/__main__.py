@@ -11,6 +11,7 @@ import sys
 
 BENCHMARKS: dict[str, str] = {
     "sim_list": "benchmarks.sim_list",
+    "sim_scale": "benchmarks.sim_scale",
     "watch_cache": "benchmarks.watch_cache",
     "pod_views": "benchmarks.pod_views",
     "recommender_estimation": "benchmarks.recommender_estimation",

@@ -7,7 +7,6 @@ the old object on UPDATE. It returns a `VpaAdmission`: field errors formatted as
 and the defaulting JSON patch (`add /spec/updatePolicy {"updateMode": "Recreate"}` when absent).
 
 Rules are upstream's, in upstream's order, with these decisions:
-- `updateMode: InPlaceOnly` is accepted as a deprecated alias of `InPlace` (same gate) with a warning;
 - gated fields (`InPlace`, `PerVPAConfig` fields, `startupBoost`) are allowed when the gate is on **or** the
   old object on UPDATE already used the feature (upstream's "feature allowed" options);
 - a CREATE without `spec.targetRef` is rejected (upstream's check is dead code, spec §11.9);
@@ -38,7 +37,6 @@ INVALID: Final = "Invalid value"
 NOT_SUPPORTED: Final = "Unsupported value"
 TOO_MANY: Final = "Too many"
 
-IN_PLACE_ALIAS: Final = "InPlaceOnly"
 SUPPORTED_UPDATE_MODES: Final = ("Initial", "InPlace", "InPlaceOrRecreate", "Off", "Recreate")
 SCALING_MODES: Final = ("Auto", "Off")
 CONTROLLED_VALUES: Final = ("RequestsAndLimits", "RequestsOnly")
@@ -57,7 +55,6 @@ AUTO_DEPRECATION_WARNING: Final = (
     'like "Recreate", "Initial", or "InPlaceOrRecreate" instead. '
     "See https://github.com/kubernetes/autoscaler/issues/8424 for more details."
 )
-IN_PLACE_ALIAS_WARNING: Final = 'UpdateMode "InPlaceOnly" is deprecated; use "InPlace" instead.'
 _MISSING: Final = object()
 
 
@@ -157,9 +154,8 @@ class _Validator:
         self.old = old
         self.allow_boost = gates.enabled(CPU_STARTUP_BOOST) or self._old_uses_boost()
         self.allow_per_vpa = gates.enabled(PER_VPA_CONFIG) or self._old_uses_per_vpa_config()
-        self.allow_in_place = gates.enabled(IN_PLACE) or _get(old, "spec", "updatePolicy", "updateMode") in (
-            "InPlace",
-            IN_PLACE_ALIAS,
+        self.allow_in_place = (
+            gates.enabled(IN_PLACE) or _get(old, "spec", "updatePolicy", "updateMode") == "InPlace"
         )
 
     # --- the old object (UPDATE) ------------------------------------------------------------------------
@@ -285,13 +281,11 @@ class _Validator:
         elif (mode := self._str(raw_mode, mode_path)) is not None:
             if mode == "Auto":
                 self.warnings.append(AUTO_DEPRECATION_WARNING)
-            elif mode == IN_PLACE_ALIAS:
-                self.warnings.append(IN_PLACE_ALIAS_WARNING)
             elif mode not in SUPPORTED_UPDATE_MODES:
                 self.errors.append(
                     FieldError(NOT_SUPPORTED, mode_path, _supported(SUPPORTED_UPDATE_MODES), mode)
                 )
-            if mode in ("InPlace", IN_PLACE_ALIAS) and not self.allow_in_place:
+            if mode == "InPlace" and not self.allow_in_place:
                 self.errors.append(
                     FieldError(
                         FORBIDDEN,

@@ -37,12 +37,10 @@ class UpdateMode(enum.StrEnum):
 
     @classmethod
     def parse(cls, text: str) -> UpdateMode:
-        """The enum member for `text`; the deprecated alias `InPlaceOnly` reads as `InPlace`.
+        """The enum member for `text`.
 
         Raises ValueError listing the accepted values.
         """
-        if text == "InPlaceOnly":
-            return cls.IN_PLACE
         try:
             return cls(text)
         except ValueError:

@@ -30,6 +30,7 @@ class Webhook:
     certs: ServingCerts
     port: int = 0
     reviews: list[dict[str, Any]] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
     responder: Responder | None = None
     delay_s: float = 0.0
 
@@ -40,6 +41,7 @@ class Webhook:
     async def handle(self, request: web.Request) -> web.Response:
         review = await request.json()
         self.reviews.append(review)
+        self.paths.append(request.path)
         if self.delay_s:
             await asyncio.sleep(self.delay_s)
         response: dict[str, Any] = {"uid": review["request"]["uid"], "allowed": True}
@@ -302,3 +304,43 @@ async def test_update_rules_and_subresource_matching(cluster: SimCluster, webhoo
     assert update["oldObject"]["spec"].get("updatePolicy") is None
     assert update["object"]["spec"]["updatePolicy"] == {"updateMode": "Off"}
     assert update["name"] == "v"
+
+
+async def test_mutating_webhooks_run_before_validating_ones_which_see_the_mutation(
+    cluster: SimCluster, webhook: Webhook, http: aiohttp.ClientSession
+) -> None:
+    def respond(req: dict[str, Any]) -> dict[str, Any]:
+        annotations = req["object"]["metadata"].get("annotations") or {}
+        if webhook.paths[-1] == "/mutate":
+            return _patch([{"op": "add", "path": "/metadata/annotations", "value": {"mutated": "yes"}}])
+        # The validating webhook: it must see the mutating webhook's patch; it denies pods labelled deny.
+        if annotations.get("mutated") != "yes":
+            return {"allowed": False, "status": {"code": 400, "message": "not mutated first"}}
+        if req["object"]["metadata"]["labels"].get("deny") == "yes":
+            return {"allowed": False, "status": {"code": 403, "reason": "Forbidden", "message": "denied"}}
+        return {}
+
+    webhook.responder = respond
+    base = f"https://127.0.0.1:{webhook.port}"
+    # Registered validating first, so the order cannot come from the order of registration.
+    await cluster.store.create(
+        VALIDATING,
+        _config("v", "validate.example.com", {"url": f"{base}/validate", "caBundle": webhook.ca_bundle}),
+    )
+    await cluster.store.create(
+        MUTATING, _config("m", "mutate.example.com", {"url": f"{base}/mutate", "caBundle": webhook.ca_bundle})
+    )
+    async with http.post("/api/v1/namespaces/default/pods", json=_pod("ok")) as r:
+        assert r.status == 201, await r.text()
+        assert (await r.json())["metadata"]["annotations"] == {"mutated": "yes"}
+    assert webhook.paths == ["/mutate", "/validate"]
+    assert "annotations" not in webhook.reviews[0]["request"]["object"]["metadata"]
+    assert webhook.reviews[1]["request"]["object"]["metadata"]["annotations"] == {"mutated": "yes"}
+    # A validating denial blocks the create, after the mutation ran.
+    async with http.post("/api/v1/namespaces/default/pods", json=_pod("bad", {"deny": "yes"})) as r:
+        assert r.status == 403
+        status = await r.json()
+    assert status["message"] == 'admission webhook "validate.example.com" denied the request: denied'
+    assert webhook.paths[2:] == ["/mutate", "/validate"]
+    assert cluster.store.get("pods", "default", "bad") is None
+    assert cluster.store.get("pods", "default", "ok") is not None

@@ -244,6 +244,8 @@ async def test_watch_events_bookmarks_and_410_after_compaction(
     with pytest.raises(ApiException) as err:
         await _drain_watch(core, rv)
     assert err.value.status == 410
+    # kubernetes-asyncio turns the ERROR event's Status into "<reason>: <message>".
+    assert str(err.value.reason).startswith("Expired: ")
 
 
 async def _drain_watch(core: client.CoreV1Api, rv: str) -> None:

@@ -344,3 +344,71 @@ async def test_crd_lifecycle_in_the_server() -> None:
         assert widget is not None
         assert widget["spec"]["size"] == 5
         assert widget["metadata"]["generation"] == 2
+
+
+GADGETS = """\
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gadgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: gadgets, singular: gadget, kind: Gadget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gizmos.example.com}
+spec:
+  group: example.com
+  scope: Cluster
+  names: {plural: gizmos, singular: gizmo, kind: Gizmo}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+"""
+
+
+async def test_crd_files_are_installed_at_start_and_served(tmp_path: Path) -> None:
+    crd_file = tmp_path / "crds.yaml"
+    crd_file.write_text(GADGETS)
+    async with (
+        SimCluster(behaviour=False, vpa_crds=False, crd_files=[crd_file]) as cluster,
+        tls_session(cluster) as http,
+    ):
+        async with http.get("/apis/example.com/v1") as r:
+            assert r.status == 200
+            served = {res["name"]: res["namespaced"] for res in (await r.json())["resources"]}
+        # The status subresource exists only where the CRD declares it, as in kube-apiserver.
+        assert served == {"gadgets": True, "gizmos": False, "gizmos/status": False}
+        gadgets = "/apis/example.com/v1/namespaces/default/gadgets"
+        body = {"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": {"name": "g"}, "spec": {"n": 1}}
+        async with http.post(gadgets, json=body) as r:
+            assert r.status == 201, await r.text()
+        async with http.get(f"{gadgets}/g") as r:
+            assert (await r.json())["spec"] == {"n": 1}
+        async with http.get(f"{gadgets}/g/status") as r:
+            assert r.status == 404
+        gizmo = {
+            "apiVersion": "example.com/v1",
+            "kind": "Gizmo",
+            "metadata": {"name": "z"},
+            "status": {"ok": 1},
+        }
+        async with http.post("/apis/example.com/v1/gizmos", json=gizmo) as r:
+            assert r.status == 201
+            assert "status" not in await r.json()  # dropped on create: the status subresource owns it
+        async with http.patch(
+            "/apis/example.com/v1/gizmos/z/status",
+            data=b'{"status": {"ok": 2}}',
+            headers={"Content-Type": "application/merge-patch+json"},
+        ) as r:
+            assert r.status == 200, await r.text()
+            assert (await r.json())["status"] == {"ok": 2}

@@ -234,6 +234,7 @@ async def test_get_watch_sees_changes(kubectl: Kubectl, cluster: SimCluster) -> 
         "get",
         "configmaps",
         "-w",
+        "--output-watch-events",
         "--request-timeout=30s",
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
@@ -242,18 +243,26 @@ async def test_get_watch_sees_changes(kubectl: Kubectl, cluster: SimCluster) -> 
     try:
         assert proc.stdout is not None
 
-        async def wait_for(text: str) -> str:
-            buf = ""
-            while text not in buf:
+        async def wait_for(event: str, name: str) -> list[str]:
+            """Read lines until one shows `event` for `name` (columns: EVENT NAME DATA AGE)."""
+            while True:
                 line = await asyncio.wait_for(proc.stdout.readline(), 20)  # type: ignore[union-attr]
                 assert line, "kubectl get -w ended early"
-                buf += line.decode()
-            return buf
+                cols: list[str] = line.decode().split()
+                if cols[:2] == [event, name]:
+                    return cols
 
-        await cluster.store.create("configmaps", {"metadata": {"name": "first", "namespace": "default"}})
-        await wait_for("first")
-        await cluster.store.create("configmaps", {"metadata": {"name": "second", "namespace": "default"}})
-        await wait_for("second")
+        store = cluster.store
+        await store.create("configmaps", {"metadata": {"name": "first", "namespace": "default"}})
+        assert (await wait_for("ADDED", "first"))[2] == "0"
+        await store.create("configmaps", {"metadata": {"name": "second", "namespace": "default"}})
+        await wait_for("ADDED", "second")
+        cm = store.get("configmaps", "default", "first")
+        assert cm is not None
+        await store.update("configmaps", dict(cm, data={"a": "1", "b": "2"}))
+        assert (await wait_for("MODIFIED", "first"))[2] == "2"  # the DATA column follows the change
+        await store.delete("configmaps", "default", "second")
+        await wait_for("DELETED", "second")
     finally:
         proc.terminate()
         await proc.wait()

@@ -12,9 +12,12 @@ import time
 from pathlib import Path
 
 import aiohttp
+import orjson
 import pytest
 import yaml
+from aiohttp import web
 
+from vpa.sim.apiserver.tls import generate_certs
 from vpa.sim.main import build_parser
 
 REPO = Path(__file__).resolve().parents[3]
@@ -154,4 +157,142 @@ async def test_vpa_sim_with_cluster_behaviour_and_clock_endpoints(tmp_path: Path
     finally:
         proc.send_signal(signal.SIGTERM)
         rc = await asyncio.wait_for(proc.wait(), 15)
+    assert rc == 0
+
+
+WIDGET_CRD = """\
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget, shortNames: [wd]}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size: {type: integer}
+"""
+
+
+async def test_vpa_sim_serves_crd_files_and_maps_webhook_services(tmp_path: Path) -> None:
+    """`--crd FILE` kinds are served (discovery, create, get); `--webhook-service` maps a service webhook."""
+    certs = generate_certs("webhook", ("127.0.0.1", "labeller.hooks.svc"))
+    calls: list[str] = []
+
+    async def mutate(request: web.Request) -> web.Response:
+        review = await request.json()
+        calls.append(review["request"]["resource"]["resource"])
+        patch = [{"op": "add", "path": "/metadata/labels", "value": {"labelled": "yes"}}]
+        return web.json_response(
+            {
+                "apiVersion": "admission.k8s.io/v1",
+                "kind": "AdmissionReview",
+                "response": {
+                    "uid": review["request"]["uid"],
+                    "allowed": True,
+                    "patchType": "JSONPatch",
+                    "patch": base64.b64encode(orjson.dumps(patch)).decode(),
+                },
+            }
+        )
+
+    app = web.Application()
+    app.router.add_post("/mutate", mutate)
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=certs.server_context())
+    await site.start()
+    assert site._server is not None
+    hook_port = site._server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
+    crd_file = tmp_path / "widgets.yaml"
+    crd_file.write_text(WIDGET_CRD)
+    proc, info = await _start(
+        tmp_path,
+        "--no-behaviour",
+        "--time-scale",
+        "0",
+        "--crd",
+        str(crd_file),
+        "--webhook-service",
+        f"hooks/labeller=127.0.0.1:{hook_port}",
+    )
+    try:
+        kubeconfig = yaml.safe_load((tmp_path / "kc").read_text())
+        ca_pem = base64.b64decode(kubeconfig["clusters"][0]["cluster"]["certificate-authority-data"])
+        ctx = ssl.create_default_context(cadata=ca_pem.decode())
+        async with aiohttp.ClientSession(
+            base_url=info["API server"], connector=aiohttp.TCPConnector(ssl=ctx)
+        ) as s:
+            async with s.get("/apis") as r:
+                groups = {g["name"] for g in (await r.json())["groups"]}
+            assert "example.com" in groups
+            async with s.get("/apis/example.com/v1") as r:
+                # No `subresources` in the CRD: no widgets/status (nor /scale), as kube-apiserver serves it.
+                [res] = (await r.json())["resources"]
+            assert (res["name"], res["kind"], res["namespaced"], res["shortNames"]) == (
+                "widgets",
+                "Widget",
+                True,
+                ["wd"],
+            )
+            path = "/apis/example.com/v1/namespaces/default/widgets"
+            body = {
+                "apiVersion": "example.com/v1",
+                "kind": "Widget",
+                "metadata": {"name": "w"},
+                "spec": {"size": 3},
+            }
+            async with s.post(path, json=body) as r:
+                assert r.status == 201, await r.text()
+            async with s.get(f"{path}/w") as r:
+                assert r.status == 200
+                assert (await r.json())["spec"] == {"size": 3}
+            # A webhook registered by service reference is sent to the mapped local address.
+            config = {
+                "apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": "MutatingWebhookConfiguration",
+                "metadata": {"name": "labeller"},
+                "webhooks": [
+                    {
+                        "name": "labeller.example.com",
+                        "clientConfig": {
+                            "service": {"namespace": "hooks", "name": "labeller", "path": "/mutate"},
+                            "caBundle": base64.b64encode(certs.ca_cert_pem).decode(),
+                        },
+                        "rules": [
+                            {
+                                "apiGroups": ["example.com"],
+                                "apiVersions": ["v1"],
+                                "operations": ["CREATE"],
+                                "resources": ["widgets"],
+                            }
+                        ],
+                        "admissionReviewVersions": ["v1"],
+                        "sideEffects": "None",
+                        "failurePolicy": "Fail",
+                    }
+                ],
+            }
+            async with s.post(
+                "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations", json=config
+            ) as r:
+                assert r.status == 201, await r.text()
+            async with s.post(path, json=dict(body, metadata={"name": "w2"})) as r:
+                assert r.status == 201, await r.text()
+                assert (await r.json())["metadata"]["labels"] == {"labelled": "yes"}
+        assert calls == ["widgets"]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        rc = await asyncio.wait_for(proc.wait(), 15)
+        await runner.cleanup()
     assert rc == 0

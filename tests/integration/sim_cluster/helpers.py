@@ -15,11 +15,11 @@ from vpa.sim import SimCluster
 
 @contextlib.asynccontextmanager
 async def sim(
-    version: str = "1.35", nodes: int = 1, cpu: str = "4", memory: str = "16Gi"
+    version: str = "1.35", nodes: int = 1, cpu: str = "4", memory: str = "16Gi", **options: Any
 ) -> AsyncIterator[tuple[SimCluster, aiohttp.ClientSession]]:
-    """A cluster with behaviour and a raw HTTPS session trusting its CA."""
+    """A cluster with behaviour and a raw HTTPS session trusting its CA; `options` go to `SimCluster`."""
     async with SimCluster(
-        nodes=nodes, node_cpu=cpu, node_memory=memory, kubernetes_version=version, vpa_crds=False
+        nodes=nodes, node_cpu=cpu, node_memory=memory, kubernetes_version=version, vpa_crds=False, **options
     ) as cluster:
         ctx = ssl.create_default_context(cadata=cluster.ca_cert_pem.decode())
         async with aiohttp.ClientSession(

@@ -527,7 +527,6 @@ def test_full_vpa_view() -> None:
 
 
 MODE_CASES = [
-    ("in-place-only-alias", {"updateMode": "InPlaceOnly"}, UpdateMode.IN_PLACE, UpdateMode.IN_PLACE),
     ("empty-string", {"updateMode": ""}, None, UpdateMode.RECREATE),
     ("no-mode", {"minReplicas": 1}, None, UpdateMode.RECREATE),
     ("auto", {"updateMode": "Auto"}, UpdateMode.AUTO, UpdateMode.AUTO),

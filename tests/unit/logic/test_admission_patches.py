@@ -372,10 +372,11 @@ def test_pod_limit_range_rounds_up_in_millicores() -> None:
         container("a", cpu_request="50m", cpu_limit="50m"), container("b", cpu_request="50m", cpu_limit="50m")
     )
     raw_vpa = vpa_json(rec("a", cpu="100m"), rec("b", cpu="200m"))
-    results = container_resources_for_pod(
-        pod_from_dict(raw_pod), vpa_from_dict(raw_vpa), limit_ranges({"type": "Pod", "min": {"cpu": "1"}})
-    )
+    limits = limit_ranges({"type": "Pod", "min": {"cpu": "1"}})
+    results = container_resources_for_pod(pod_from_dict(raw_pod), vpa_from_dict(raw_vpa), limits)
     assert [r.requests.cpu_millicores for r in results] == [334, 667]
+    patched = check_patched_pod(raw_pod, patch_for(raw_pod, raw_vpa, limits))
+    assert [c["resources"]["requests"]["cpu"] for c in patched["spec"]["containers"]] == ["334m", "667m"]
 
 
 def test_pod_limit_range_keeps_unrecommended_container() -> None:
@@ -386,12 +387,13 @@ def test_pod_limit_range_keeps_unrecommended_container() -> None:
         container("sidecar", cpu_request="100m", cpu_limit="200m"),
     )
     raw_vpa = vpa_json(rec("app", cpu="400m"))
-    results = container_resources_for_pod(
-        pod_from_dict(raw_pod), vpa_from_dict(raw_vpa), limit_ranges({"type": "Pod", "max": {"cpu": "500m"}})
-    )
+    limits = limit_ranges({"type": "Pod", "max": {"cpu": "500m"}})
+    results = container_resources_for_pod(pod_from_dict(raw_pod), vpa_from_dict(raw_vpa), limits)
     assert (results[0].requests.cpu_millicores, results[0].limits.cpu_millicores) == (200, 400)
     assert results[1].requests.is_empty()
     assert results[1].limits.is_empty()
+    patched = check_patched_pod(raw_pod, patch_for(raw_pod, raw_vpa, limits))
+    assert patched["spec"]["containers"][1] == raw_pod["spec"]["containers"][1]
 
 
 def test_limit_range_merge_lowest_max_highest_min_last_default() -> None:
@@ -514,26 +516,35 @@ def test_limits_initialiser_when_only_requests_present() -> None:
 
 def test_no_recommendation_only_observed_containers() -> None:
     raw_pod = admission_pod(container(cpu_request="100m"), annotations={"a": "b"})
-    assert patch_for(raw_pod, make_vpa()) == [{"op": "add", "path": OBSERVED, "value": "app"}]
+    ops = patch_for(raw_pod, make_vpa())
+    assert ops == [{"op": "add", "path": OBSERVED, "value": "app"}]
+    patched = check_patched_pod(raw_pod, ops)
+    assert patched["metadata"]["annotations"] == dict(
+        raw_pod["metadata"]["annotations"], vpaObservedContainers="app"
+    )
 
 
 def test_recommendation_for_unknown_container_is_ignored() -> None:
     raw_pod = admission_pod(container(cpu_request="100m"), annotations={"a": "b"})
-    assert patch_for(raw_pod, vpa_json(rec("ghost", cpu="1"))) == [
-        {"op": "add", "path": OBSERVED, "value": "app"}
-    ]
+    ops = patch_for(raw_pod, vpa_json(rec("ghost", cpu="1")))
+    assert ops == [{"op": "add", "path": OBSERVED, "value": "app"}]
+    assert check_patched_pod(raw_pod, ops)["spec"] == raw_pod["spec"]
 
 
 def test_container_mode_off_is_untouched() -> None:
     raw_pod = admission_pod(container(cpu_request="100m"), annotations={"a": "b"})
     raw_vpa = vpa_json(rec(cpu="1"), policies=[{"containerName": "app", "mode": "Off"}])
-    assert patch_for(raw_pod, raw_vpa) == [{"op": "add", "path": OBSERVED, "value": "app"}]
+    ops = patch_for(raw_pod, raw_vpa)
+    assert ops == [{"op": "add", "path": OBSERVED, "value": "app"}]
+    assert check_patched_pod(raw_pod, ops)["spec"] == raw_pod["spec"]
 
 
 def test_vpa_mode_off_no_patch() -> None:
     raw_pod = admission_pod(container(cpu_request="100m"))
-    assert patch_for(raw_pod, vpa_json(rec(cpu="1"), mode="Off")) == []
-    assert patch_for(raw_pod, vpa_json(rec(cpu="1"), mode="Off"), options=BOOST) == []
+    for options in (DEFAULT_OPTIONS, BOOST):
+        ops = patch_for(raw_pod, vpa_json(rec(cpu="1"), mode="Off"), options=options)
+        assert ops == []
+        assert check_patched_pod(raw_pod, ops) == raw_pod
 
 
 def test_status_resources_are_current_values() -> None:
@@ -588,8 +599,10 @@ def test_startup_boost_factor_requests_and_limits() -> None:
 def test_startup_boost_capped_by_max_allowed() -> None:
     raw_pod = admission_pod(container(cpu_request="250m", cpu_limit="500m"))
     options = AdmissionOptions(gates=BOOST.gates, max_allowed_cpu_boost_millicores=400)
-    paths = by_path(patch_for(raw_pod, vpa_json(rec(cpu="300m"), startup_boost=FACTOR_2), options=options))
+    ops = patch_for(raw_pod, vpa_json(rec(cpu="300m"), startup_boost=FACTOR_2), options=options)
+    paths = by_path(ops)
     assert (paths[f"{C0}/requests/cpu"], paths[f"{C0}/limits/cpu"]) == ("400m", "800m")
+    check_patched_pod(raw_pod, ops)
 
 
 def test_startup_boost_requests_only_stays_below_limit() -> None:
@@ -632,9 +645,11 @@ def test_startup_boost_skips_containers_with_mode_off() -> None:
 
 def test_startup_boost_ignored_without_gate() -> None:
     raw_pod = admission_pod(container(cpu_request="250m"))
-    paths = by_path(patch_for(raw_pod, vpa_json(rec(cpu="300m"), startup_boost=FACTOR_2)))
+    ops = patch_for(raw_pod, vpa_json(rec(cpu="300m"), startup_boost=FACTOR_2))
+    paths = by_path(ops)
     assert paths[f"{C0}/requests/cpu"] == "300m"
     assert not any("vpaCpuStartupBoost" in p for p in paths)
+    check_patched_pod(raw_pod, ops)
 
 
 # --- arithmetic units --------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from tests.builders import make_vpa
 from vpa.kube.converting import vpa_from_dict
-from vpa.logic.validation import AUTO_DEPRECATION_WARNING, IN_PLACE_ALIAS_WARNING, validate_vpa
+from vpa.logic.validation import AUTO_DEPRECATION_WARNING, validate_vpa
 from vpa.model.features import FeatureGates
 
 JSON = dict[str, Any]
@@ -76,13 +76,13 @@ RULES: list[tuple[str, JSON, FeatureGates, list[str]]] = [
         ],
     ),
     (
-        "in-place-alias-without-gate",
+        # AEP-4016's name for the mode; upstream's CRD enum (and ours) never had it: not an alias.
+        "in-place-only-is-unsupported",
         vpa(updatePolicy={"updateMode": "InPlaceOnly"}),
-        OFF,
+        ALL,
         [
-            "spec.updatePolicy.updateMode: Forbidden: in order to use UpdateMode "
-            "InPlace, you must enable feature gate "
-            "InPlace in the admission-controller args"
+            'spec.updatePolicy.updateMode: Unsupported value: "InPlaceOnly": supported values: '
+            '"Initial", "InPlace", "InPlaceOrRecreate", "Off", "Recreate"'
         ],
     ),
     ("min-replicas-positive", vpa(updatePolicy={"updateMode": "Recreate", "minReplicas": 1}), OFF, []),
@@ -351,19 +351,13 @@ def test_not_an_object() -> None:
 
 @pytest.mark.parametrize(
     ("mode", "warning"),
-    [("Auto", AUTO_DEPRECATION_WARNING), ("InPlaceOnly", IN_PLACE_ALIAS_WARNING), ("Recreate", None)],
-    ids=["auto", "in-place-alias", "recreate"],
+    [("Auto", AUTO_DEPRECATION_WARNING), ("Recreate", None)],
+    ids=["auto", "recreate"],
 )
 def test_mode_warnings(mode: str, warning: str | None) -> None:
     result = validate_vpa(vpa(updatePolicy={"updateMode": mode}), ALL)
     assert result.allowed
     assert result.warnings == ((warning,) if warning else ())
-
-
-def test_alias_converts_to_in_place() -> None:
-    obj = vpa(updatePolicy={"updateMode": "InPlaceOnly"})
-    assert validate_vpa(obj, ALL).allowed
-    assert vpa_from_dict(obj).effective_mode.value == "InPlace"
 
 
 def test_defaulting_patch() -> None:
@@ -382,11 +376,6 @@ def test_target_ref_optional_on_update() -> None:
 
 EXEMPTIONS: list[tuple[str, JSON, JSON]] = [
     ("in-place", vpa(updatePolicy={"updateMode": "InPlace"}), vpa(updatePolicy={"updateMode": "InPlace"})),
-    (
-        "in-place-alias",
-        vpa(updatePolicy={"updateMode": "InPlaceOnly"}),
-        vpa(updatePolicy={"updateMode": "InPlace"}),
-    ),
     (
         "evict-after-oom",
         vpa(updatePolicy={"updateMode": "Recreate", "evictAfterOOMSeconds": 60}),

@@ -40,7 +40,6 @@ PARSE_CASES = [
     ("Recreate", UpdateMode.RECREATE),
     ("InPlaceOrRecreate", UpdateMode.IN_PLACE_OR_RECREATE),
     ("InPlace", UpdateMode.IN_PLACE),
-    ("InPlaceOnly", UpdateMode.IN_PLACE),
     ("Auto", UpdateMode.AUTO),
 ]
 
@@ -51,7 +50,9 @@ def test_update_mode_parse(text: str, mode: UpdateMode) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["", "auto", "Evict", "InPlaceonly"], ids=["empty", "lowercase", "unknown", "case"]
+    "text",
+    ["", "auto", "Evict", "InPlaceonly", "InPlaceOnly"],
+    ids=["empty", "lowercase", "unknown", "case", "aep-4016-name"],
 )
 def test_update_mode_parse_rejects(text: str) -> None:
     with pytest.raises(ValueError, match="unknown update mode") as caught:

@@ -2,8 +2,8 @@
 
 Owns: wiring a virtual clock, the object store, hooks, admission webhooks, faults and the HTTPS server
 together; writing the kubeconfig; installing CRDs (the project's VPA CRDs by default); starting and stopping
-the cluster behaviour (`vpa.sim.cluster`, imported lazily so a bare API server never needs it); `advance()`
-and `settle()`.
+the cluster behaviour (`vpa.sim.cluster`, imported lazily so a bare API server never needs it) with its
+timing knobs; `advance()`, `settle()` and `set_usage()` (usage-profile control, delegated to the behaviour).
 
 Must not: implement API semantics (store/server do) or cluster behaviour (vpa.sim.cluster does).
 """
@@ -70,6 +70,10 @@ class SimCluster:
         history_size: int = 50_000,
         bookmark_interval_s: float = 5.0,
         clock: VirtualClock | None = None,
+        pod_start_delay_s: float = 0.0,
+        resize_actuation_s: float = 0.0,
+        job_run_s: float = 60.0,
+        trace_dir: str | Path | None = None,
     ) -> None:
         self.nodes = nodes
         self.node_cpu_millicores = cpu_millicores(node_cpu)
@@ -89,6 +93,13 @@ class SimCluster:
             advance=self.advance,
         )
         self._want_behaviour = behaviour
+        # Behaviour knobs passed through to `ClusterOptions` (see vpa/sim/cluster/options.py).
+        self._behaviour_options: dict[str, Any] = {
+            "pod_start_delay_s": pod_start_delay_s,
+            "resize_actuation_s": resize_actuation_s,
+            "job_run_s": job_run_s,
+            "trace_dir": str(trace_dir) if trace_dir is not None else None,
+        }
         self._vpa_crds = vpa_crds
         self._crd_files = [Path(p) for p in crd_files or []]
         self._port = port
@@ -154,6 +165,7 @@ class SimCluster:
                 node_cpu_millicores=self.node_cpu_millicores,
                 node_memory_bytes=self.node_memory_bytes,
                 kubernetes_version=self.version,
+                **self._behaviour_options,
             )
             self.behaviour = cluster_mod.ClusterBehaviour(
                 store=self.store, hooks=self.hooks, clock=self.clock, options=options
@@ -186,6 +198,22 @@ class SimCluster:
             await asyncio.sleep(0)
             if not self.store._pending:
                 return
+
+    def set_usage(self, namespace: str, pod: str, container: str, profile: Any) -> None:
+        """Give a container a usage profile (overrides its pod's `sim.vpa.dev/usage` annotation).
+
+        `profile` is a `vpa.sim.cluster.UsageProfile`, or its JSON form as the annotation takes it per
+        container (`{"cpu": {"type": "constant", "value": "250m"}, "memory": ...}`).
+        """
+        if self.behaviour is None:
+            raise RuntimeError(
+                "usage profiles need the cluster behaviour (SimCluster(behaviour=True), started)"
+            )
+        if isinstance(profile, dict):
+            cluster_mod = importlib.import_module("vpa.sim.cluster")
+            key = f"{namespace}/{pod}/{container}"
+            profile = cluster_mod.UsageProfile.from_json(profile, key, self.behaviour.usage.traces, key)
+        self.behaviour.set_usage(namespace, pod, container, profile)
 
     async def advance(self, seconds: float) -> None:
         """Advance the virtual clock by `seconds`, then settle."""

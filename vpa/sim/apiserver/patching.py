@@ -18,6 +18,7 @@ from vpa.sim.apiserver.registry import ResourceType
 from vpa.sim.contracts import ApiError
 
 # Field name → patchMergeKey for lists merged by key (Kubernetes' struct tags, context-free here).
+# Lists without `patchStrategy:"merge"` (e.g. `status.containerStatuses`) are atomic: a patch replaces them.
 MERGE_KEYS: dict[str, str] = {
     "containers": "name",
     "initContainers": "name",
@@ -28,9 +29,6 @@ MERGE_KEYS: dict[str, str] = {
     "volumeMounts": "mountPath",
     "volumeDevices": "devicePath",
     "conditions": "type",
-    "containerStatuses": "name",
-    "initContainerStatuses": "name",
-    "ephemeralContainerStatuses": "name",
     "ownerReferences": "uid",
     "resizePolicy": "resourceName",
     "hostAliases": "ip",

@@ -303,7 +303,7 @@ def crd_resource_type(crd: JsonObj) -> ResourceType:
         namespaced=spec.get("scope", "Namespaced") == "Namespaced",
         short_names=tuple(names.get("shortNames") or ()),
         categories=tuple(names.get("categories") or ()),
-        has_status=True,
+        has_status=status_sub,
         status_subresource=status_sub,
         scale=scale,
         generation=True,

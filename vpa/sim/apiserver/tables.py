@@ -230,6 +230,14 @@ def _job_row(o: JsonObj, now: float) -> list[Any]:
     ]
 
 
+def _configmap_row(o: JsonObj, now: float) -> list[Any]:
+    return [
+        o["metadata"]["name"],
+        len(o.get("data") or {}) + len(o.get("binaryData") or {}),
+        age(o, now),
+    ]
+
+
 def _crd_row(o: JsonObj, now: float) -> list[Any]:
     return [o["metadata"]["name"], o["metadata"].get("creationTimestamp", "")]
 
@@ -280,6 +288,7 @@ BUILTIN: dict[str, tuple[list[Column], Callable[[JsonObj, float], list[Any]]]] =
         _node_row,
     ),
     "namespaces": ([("Name", _S, "name", 0), ("Status", _S, "", 0), ("Age", _S, "", 0)], _ns_row),
+    "configmaps": ([("Name", _S, "name", 0), ("Data", _I, "", 0), ("Age", _S, "", 0)], _configmap_row),
     "events": (
         [
             ("Last Seen", _S, "", 0),

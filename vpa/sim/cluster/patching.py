@@ -32,8 +32,6 @@ _MERGE_KEYS: Final[dict[str, str]] = {
     "volumeMounts": "mountPath",
     "ports": "containerPort",
     "imagePullSecrets": "name",
-    "containerStatuses": "name",
-    "initContainerStatuses": "name",
     "ownerReferences": "uid",
 }
 
