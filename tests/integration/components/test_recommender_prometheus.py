@@ -9,6 +9,7 @@ written. An unreachable Prometheus is logged and counted, and the recommender st
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from structlog.testing import capture_logs
 
@@ -35,7 +36,7 @@ LABELS_QUERY = 'up{job="kubernetes-pods"}'
 HISTORY_MEMORY_BYTES = 600 * MI  # the live workload uses 200Mi: a memory target above 250Mi is history's
 
 
-def prometheus_flags(address: str, **overrides: object) -> RecommenderSettings:
+def prometheus_flags(address: str, **overrides: Any) -> RecommenderSettings:
     return settings(storage="prometheus",
                     prometheus=dataclasses.replace(PrometheusSettings(address=address), **overrides))
 
