@@ -9,6 +9,7 @@ a path with given status codes or to refuse POST with 405.
 from __future__ import annotations
 
 import contextlib
+import ssl
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -95,17 +96,18 @@ def _bad(message: str) -> web.Response:
 
 
 @contextlib.asynccontextmanager
-async def serve(fake: FakePrometheus) -> AsyncIterator[FakePrometheus]:
+async def serve(fake: FakePrometheus, ssl_context: ssl.SSLContext | None = None,
+                ) -> AsyncIterator[FakePrometheus]:
     app = web.Application()
     app.router.add_route("*", "/api/v1/query_range", fake._handle)
     app.router.add_route("*", "/api/v1/query", fake._handle)
     runner = web.AppRunner(app)
     await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
+    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=ssl_context)
     await site.start()
     try:
         port = runner.addresses[0][1]
-        fake.url = f"http://127.0.0.1:{port}"
+        fake.url = f"{'https' if ssl_context is not None else 'http'}://127.0.0.1:{port}"
         yield fake
     finally:
         await runner.cleanup()

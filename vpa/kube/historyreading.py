@@ -42,7 +42,8 @@ RequestObserver = Callable[[str, str, float], None]
 
 
 class PrometheusError(Exception):
-    """History could not be read. `reason` is one of `config`, `unreachable`, `http`, `bad_response`."""
+    """History could not be read. `reason` is one of `config`, `unreachable`, `tls`, `http`,
+    `bad_response`."""
 
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(message)
@@ -174,6 +175,7 @@ class PrometheusHistoryReader:
         backoff_base_s: float = 1.0,
         backoff_max_s: float = 30.0,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        chunk_budget_s: float = 0.01,
     ) -> None:
         self.settings = settings
         self.queries = history_queries(settings, namespace)
@@ -182,6 +184,7 @@ class PrometheusHistoryReader:
         self._backoff_base_s = backoff_base_s
         self._backoff_max_s = backoff_max_s
         self._sleep = sleep
+        self._chunk_budget_s = chunk_budget_s
 
     async def read(self, now: float, on_request: RequestObserver | None = None) -> ClusterHistory:
         """CPU and memory history over `[now − history-length, now]`, then the pods' last labels."""
@@ -201,7 +204,8 @@ class PrometheusHistoryReader:
             for query, resource in ((self.queries.cpu, "cpu"), (self.queries.memory, "memory")):
                 document = await self._call(session, QUERY_RANGE_PATH, {"query": query, **range_params},
                                             on_request)
-                self._add_usage(history, _series(document, ("matrix",), f"{resource} history"), resource)
+                await self._add_usage(history, _series(document, ("matrix",), f"{resource} history"),
+                                      resource)
             for pod in history.pods.values():
                 for container in pod.containers.values():
                     container.cpu_cores.sort(key=lambda point: point[0])
@@ -219,9 +223,14 @@ class PrometheusHistoryReader:
 
     # ------------------------------------------------------------------------------------- parsing
 
-    def _add_usage(self, history: ClusterHistory, series: list[Mapping[str, Any]], resource: str) -> None:
+    async def _add_usage(self, history: ClusterHistory, series: list[Mapping[str, Any]],
+                         resource: str) -> None:
         s = self.settings
+        started = time.perf_counter()
         for item in series:
+            if time.perf_counter() - started >= self._chunk_budget_s:
+                await asyncio.sleep(0)  # a long history must not stall the event loop the webhook shares
+                started = time.perf_counter()
             labels = _labels(item)
             namespace = labels.get(s.container_namespace_label)
             pod_name = labels.get(s.container_pod_name_label)
@@ -280,6 +289,8 @@ class PrometheusHistoryReader:
                         timeout=aiohttp.ClientTimeout(total=remaining)) as response:
                     body = await response.read()
                     status = response.status
+            except aiohttp.ClientConnectorCertificateError as err:  # retrying won't make it trusted
+                raise PrometheusError("tls", f"{method} {path}: {err}") from None
             except (TimeoutError, aiohttp.ClientError, OSError) as err:
                 last_error = f"{method} {path}: {type(err).__name__}: {err}".rstrip(": ")
                 reason = "unreachable"

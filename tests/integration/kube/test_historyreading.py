@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import time
 from typing import Any
 
 import pytest
 
 from tests.integration.prometheus_fake import FakePrometheus, Series, serve
+from vpa.kube.certificates import SelfManagedPolicy, make_bundle, server_context
 from vpa.kube.historyreading import (
     ContainerHistory,
     PrometheusError,
@@ -194,3 +196,18 @@ async def test_an_unreadable_token_file_is_a_config_error(tmp_path: Any) -> None
     with pytest.raises(PrometheusError) as caught:
         await r.read(NOW)
     assert caught.value.reason == "config"
+
+
+async def test_https_with_an_untrusted_certificate_needs_prometheus_insecure() -> None:
+    bundle = make_bundle(["prometheus.monitoring.svc"], time.time(), SelfManagedPolicy())  # valid, untrusted
+    fake = fake_with(cpu=[Series(ctr("default", "p", "app"), lambda t: 0.5)], memory=[], labels=[])
+    async with serve(fake, server_context(bundle.cert_pem, bundle.key_pem)):
+        assert fake.url.startswith("https://")
+        verifying = reader(fake)
+        with pytest.raises(PrometheusError) as caught:
+            await verifying.read(NOW)
+        assert caught.value.reason == "tls"
+        assert verifying.sleeps == []  # type: ignore[attr-defined]
+        assert fake.requests == []
+        history = await reader(fake, insecure=True).read(NOW)
+    assert ("default", "p") in history.pods
