@@ -55,8 +55,8 @@ class PrometheusClientMetrics:
             registry=registry)
         self.load_errors = Counter(
             "vpa_recommender_history_load_errors",
-            "History loads from Prometheus that failed (reason: unreachable, http, bad_response, config, "
-            "internal) or were incomplete (labels, malformed_series).", ["reason"], registry=registry)
+            "History loads from Prometheus that failed (reason: unreachable, tls, http, bad_response, "
+            "config, internal) or were incomplete (labels, malformed_series).", ["reason"], registry=registry)
 
     def observe_request(self, code: str, method: str, seconds: float) -> None:
         self.requests.labels(code=code, method=method).inc()
