@@ -1,6 +1,7 @@
 """The live recommender loop: cluster in, VPA status and checkpoints out (upstream's `RunOnce`).
 
-Owns: `Recommender` — restoring history from checkpoints before the first loop; each `run_once()`:
+Owns: `Recommender` — restoring history from checkpoints before the first loop (from Prometheus with
+`--storage=prometheus`, see `recommender_history`); each `run_once()`:
 LoadVPAs (the VPAs this `--recommender-name` handles, targets resolved to selectors, ConfigUnsupported
 when a target is missing or not the top-most controller), LoadPods (non-Pending pods from the shared pod
 cache, only VPA-matched ones with `--memory-saver`), LoadMetrics (one `metrics.k8s.io` PodMetrics LIST,
@@ -33,7 +34,9 @@ import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from vpa.components.health import HealthState
+from vpa.components.recommender_history import HistorySource, PrometheusClientMetrics, load_history
 from vpa.kube.client import JsonObj, KubeClient
+from vpa.kube.historyreading import PrometheusHistoryReader
 from vpa.kube.metricsreading import MetricsRead, PodMetricsReader
 from vpa.kube.statuswriting import CheckpointStore, VpaStatusWriter
 from vpa.kube.targets import Resolution, TargetResolver
@@ -310,6 +313,7 @@ class Recommender:
         ignored_namespaces: Iterable[str] = (),
         per_vpa_config: bool = False,
         chunk_budget_s: float = 0.01,
+        history: HistorySource | None = None,
     ) -> None:
         self.settings = settings
         self._pods = pods
@@ -319,7 +323,10 @@ class Recommender:
         self._resolver = resolver
         self._status_writer = status_writer
         self._checkpoints = checkpoints
-        self.metrics = RecommenderMetrics(registry if registry is not None else CollectorRegistry())
+        registry = registry if registry is not None else CollectorRegistry()
+        self.metrics = RecommenderMetrics(registry)
+        self.history_metrics = PrometheusClientMetrics(registry)
+        self._history = history
         self._health = health
         self._namespace = namespace
         self._ignored = frozenset(ns for ns in ignored_namespaces if ns)
@@ -329,9 +336,6 @@ class Recommender:
         self._last_oom: dict[PodId, dict[str, float]] = {}
         self.reset()
         pods.on_update(self._on_pod_update)
-        if settings.storage == "prometheus":
-            log.warning("recommender_prometheus_storage_not_supported",
-                        detail="--storage=prometheus is not implemented; history comes from checkpoints")
 
     @classmethod
     def from_client(
@@ -357,6 +361,8 @@ class Recommender:
             checkpoints=CheckpointStore(client, namespace),
             registry=registry, health=health, namespace=common.vpa_object_namespace,
             ignored_namespaces=common.ignored_vpa_object_namespaces, per_vpa_config=gates.per_vpa_config,
+            history=(PrometheusHistoryReader(settings.prometheus, namespace=common.vpa_object_namespace)
+                     if settings.storage == "prometheus" else None),
         )
 
     def reset(self) -> None:
@@ -427,7 +433,14 @@ class Recommender:
 
     async def restore(self) -> RestoreReport:
         """Load VPAs, then every checkpoint of a handled VPA into its initial state. A malformed
-        checkpoint is skipped with a warning and counted; a failed LIST only costs the history."""
+        checkpoint is skipped with a warning and counted; a failed LIST only costs the history.
+
+        With `--storage=prometheus`, history comes from Prometheus instead and checkpoints are neither
+        read nor written (upstream, spec §3.13): `loaded`/`skipped` then count samples."""
+        if self.settings.storage == "prometheus":
+            history = await load_history(self._history, self.core.cluster, self.history_metrics,
+                                         self._clock.now(), chunk_budget_s=self._chunk_budget_s)
+            return RestoreReport(history.samples, history.samples_skipped, history.errors)
         report = RestoreReport()
         await self._load_vpas(LoopReport(), self._clock.now())
         try:
@@ -475,7 +488,8 @@ class Recommender:
         steps.append(("LoadMetrics", lambda: self._load_metrics(report)))
         steps.append(("DeleteRemovedPods", lambda: self._delete_removed_pods(live_pods)))
         steps.append(("UpdateVPAs", lambda: self._update_vpas(report, now)))
-        steps.append(("MaintainCheckpoints", lambda: self._maintain_checkpoints(report, now, deadline)))
+        if self.settings.storage != "prometheus":  # upstream keeps no checkpoints with Prometheus history
+            steps.append(("MaintainCheckpoints", lambda: self._maintain_checkpoints(report, now, deadline)))
         steps.append(("GarbageCollect", lambda: self._garbage_collect(report, now)))
         for step, run in steps:
             step_started = time.perf_counter()
