@@ -25,7 +25,7 @@ import asyncio
 import math
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol, TypeVar
 
@@ -46,7 +46,14 @@ from vpa.model.features import FeatureGates
 from vpa.model.pod import PodView
 from vpa.model.selector import Selector
 from vpa.model.settings import CommonSettings, RecommenderSettings
-from vpa.model.vpa import Condition, ConditionType, TargetRef, VpaStatus, VpaView
+from vpa.model.vpa import (
+    DEFAULT_RECOMMENDER_NAME,
+    Condition,
+    ConditionType,
+    TargetRef,
+    VpaStatus,
+    VpaView,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -138,6 +145,16 @@ def next_conditions(previous: Iterable[Condition], *, unsupported: str | None, p
     else:
         _set_condition(conditions, ConditionType.RECOMMENDATION_PROVIDED, False, reason, message, now)
     return tuple(conditions[key] for key in sorted(conditions))
+
+
+def owner_name(vpa: VpaView, hosted: Sequence[str]) -> str | None:
+    """Which of the recommenders `hosted` in this process handles `vpa` (spec §3.4 per name): the first
+    name in its `spec.recommenders` that is hosted, `default` for a VPA naming none; None if no hosted
+    recommender is selected (that VPA is left alone)."""
+    for name in vpa.recommenders or (DEFAULT_RECOMMENDER_NAME,):
+        if name in hosted:
+            return name
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,6 +298,8 @@ class LoopReport:
     checkpoints_collected: int = 0
     aggregates_collected: int = 0
     step_seconds: dict[str, float] = field(default_factory=dict)
+    vpa_object_counts: dict[tuple[str, str, str, str], int] = field(default_factory=dict)
+    """(update mode, has recommendation, matches pods, unsupported config) → VPAs, for the gauge."""
 
 
 @dataclass(slots=True)
@@ -310,6 +329,9 @@ class Recommender:
         ignored_namespaces: Iterable[str] = (),
         per_vpa_config: bool = False,
         chunk_budget_s: float = 0.01,
+        metrics: RecommenderMetrics | None = None,
+        hosted_names: Sequence[str] = (),
+        collects_checkpoints: bool = True,
     ) -> None:
         self.settings = settings
         self._pods = pods
@@ -319,7 +341,12 @@ class Recommender:
         self._resolver = resolver
         self._status_writer = status_writer
         self._checkpoints = checkpoints
-        self.metrics = RecommenderMetrics(registry if registry is not None else CollectorRegistry())
+        # Recommenders hosted together share one set of collectors (a registry refuses duplicates).
+        self.metrics = metrics if metrics is not None else RecommenderMetrics(
+            registry if registry is not None else CollectorRegistry())
+        self._hosted = tuple(hosted_names) or (settings.recommender_name,)
+        # Orphaned checkpoints are collected by one recommender of a group: collection looks at every VPA.
+        self.collects_checkpoints = collects_checkpoints
         self._health = health
         self._namespace = namespace
         self._ignored = frozenset(ns for ns in ignored_namespaces if ns)
@@ -374,8 +401,9 @@ class Recommender:
     # ---------------------------------------------------------------------------------- selection
 
     def handles(self, vpa: VpaView) -> bool:
-        """Spec §3.4: the recommender name, then the namespace filters."""
-        if not vpa.handled_by(self.settings.recommender_name):
+        """Spec §3.4: the recommender name, then the namespace filters. Among recommenders hosted in one
+        process a VPA belongs to exactly one: the first hosted name it selects (admission allows one)."""
+        if owner_name(vpa, self._hosted) != self.settings.recommender_name:
             return False
         if self._namespace and vpa.namespace != self._namespace:
             return False
@@ -400,30 +428,8 @@ class Recommender:
     async def run_forever(self) -> None:
         """Restore from checkpoints, then `run_once` on every tick of `--recommender-interval` (the first
         one an interval after start, as upstream's ticker). Health activity is reported per loop."""
-        interval = self.settings.recommender_interval_s
-        self.reset()
-        if self._health is not None:
-            self._health.add_activity(COMPONENT, 5 * interval)
-        try:
-            await self.restore()
-            next_tick = self._clock.monotonic() + interval
-            while True:
-                await self._clock.sleep(max(0.0, next_tick - self._clock.monotonic()))
-                try:
-                    await self.run_once()
-                except Exception:
-                    log.exception("recommender_loop_failed")
-                else:
-                    if self._health is not None:
-                        self._health.record_activity(COMPONENT)
-                now = self._clock.monotonic()
-                next_tick += interval
-                if next_tick <= now:  # overran: skip the missed ticks, as a Go ticker drops them
-                    next_tick += math.ceil((now - next_tick) / interval) * interval
-        finally:
-            if self._health is not None:
-                # Not leading any more: no activity expected until the next term starts.
-                self._health.add_activity(COMPONENT, 5 * interval)
+        await _tick_forever(self._clock, self.settings.recommender_interval_s, self._health,
+                            self.reset, self.restore, self.run_once)
 
     async def restore(self) -> RestoreReport:
         """Load VPAs, then every checkpoint of a handled VPA into its initial state. A malformed
@@ -464,38 +470,19 @@ class Recommender:
     async def run_once(self) -> LoopReport:
         """One loop. Each step's failure is logged and the loop goes on; nothing here raises for API
         errors."""
-        report = LoopReport()
-        started = time.perf_counter()
-        deadline = self._clock.monotonic() + self.settings.checkpoints_timeout_s
-        steps: list[tuple[str, Callable[[], Awaitable[None]]]] = []
-        now = self._clock.now()
-        steps.append(("LoadVPAs", lambda: self._load_vpas(report, now)))
-        live_pods: set[PodId] = set()
-        steps.append(("LoadPods", lambda: self._load_pods(report, now, live_pods)))
-        steps.append(("LoadMetrics", lambda: self._load_metrics(report)))
-        steps.append(("DeleteRemovedPods", lambda: self._delete_removed_pods(live_pods)))
-        steps.append(("UpdateVPAs", lambda: self._update_vpas(report, now)))
-        steps.append(("MaintainCheckpoints", lambda: self._maintain_checkpoints(report, now, deadline)))
-        steps.append(("GarbageCollect", lambda: self._garbage_collect(report, now)))
-        for step, run in steps:
-            step_started = time.perf_counter()
-            try:
-                await run()
-            except Exception:
-                log.exception("recommender_step_failed", step=step)
-            elapsed = time.perf_counter() - step_started
-            report.step_seconds[step] = elapsed
-            self.metrics.execution_latency.labels(step=step).observe(elapsed)
-        total = time.perf_counter() - started
-        report.step_seconds["total"] = total
-        self.metrics.execution_latency.labels(step="total").observe(total)
-        self.metrics.aggregate_states.set(len(self.core.cluster.aggregates))
-        self.loops += 1
-        self.last_report = report
-        log.info("recommender_loop_done", vpas=report.vpas, pods=report.pods, samples=report.samples,
-                 status_writes=report.status_writes, checkpoints=report.checkpoints_written,
-                 seconds=round(total, 3))
-        return report
+        return (await run_loop([self]))[0]
+
+    def _steps(self, report: LoopReport, now: float, deadline: float,
+               live_pods: set[PodId]) -> dict[str, Callable[[], Awaitable[None]]]:
+        """This recommender's part of each step but LoadMetrics (whose read `run_loop` shares)."""
+        return {
+            "LoadVPAs": lambda: self._load_vpas(report, now),
+            "LoadPods": lambda: self._load_pods(report, now, live_pods),
+            "DeleteRemovedPods": lambda: self._delete_removed_pods(live_pods),
+            "UpdateVPAs": lambda: self._update_vpas(report, now),
+            "MaintainCheckpoints": lambda: self._maintain_checkpoints(report, now, deadline),
+            "GarbageCollect": lambda: self._garbage_collect(report, now),
+        }
 
     # -------------------------------------------------------------------------------------- steps
 
@@ -556,21 +543,10 @@ class Recommender:
                 await pacer.pause()
         report.pods = len(live)
 
-    async def _load_metrics(self, report: LoopReport) -> None:
+    async def _apply_metrics(self, report: LoopReport, read: MetricsRead) -> None:
+        """Samples from one (shared) PodMetrics read for the containers this recommender tracks, then the
+        OOMs observed since the last loop."""
         cluster = self.core.cluster
-        name = self._metrics_source.client_name
-        try:
-            read = await self._metrics_source.read()
-        except Exception as err:
-            # Keep what we know; the next loop asks again.
-            report.metrics_error = str(err)
-            self.metrics.metric_server_responses.labels(is_error="true", client_name=name).inc()
-            log.error("recommender_metrics_unavailable", error=str(err))
-            read = MetricsRead([])
-        else:
-            self.metrics.metric_server_responses.labels(is_error="false", client_name=name).inc()
-        if read.malformed:
-            self.metrics.skipped.labels(what="malformed_pod_metrics").inc(read.malformed)
         pacer = _Pacer(self._chunk_budget_s)
         for usage in read.pods:
             pod_id = PodId(usage.namespace, usage.name)
@@ -608,6 +584,7 @@ class Recommender:
         cluster = self.core.cluster
         core = self.core
         counts: dict[tuple[str, str, str, str], int] = {}
+        report.vpa_object_counts = counts  # partial counts survive a failure half-way
         pacer = _Pacer(self._chunk_budget_s)
 
         async def produce(put: Callable[[tuple[tuple[str, str], VpaStatus]], Awaitable[None]]) -> None:
@@ -655,10 +632,7 @@ class Recommender:
                 log.warning("recommender_status_write_failed", vpa=f"{key[0]}/{key[1]}", error=str(err))
 
         await _produce_and_write(produce, write, self.settings.update_worker_count)
-        self.metrics.vpa_objects.clear()
-        for (mode_label, has_rec, matches, unsupported), n in counts.items():
-            self.metrics.vpa_objects.labels(update_mode=mode_label, has_recommendation=has_rec, api="v1",
-                                            matches_pods=matches, unsupported_config=unsupported).set(n)
+        report.vpa_object_counts = counts
 
     async def _maintain_checkpoints(self, report: LoopReport, now: float, deadline: float) -> None:
         """Oldest-written VPAs first, until the deadline but at least one VPA per worker (spec §3.11).
@@ -702,7 +676,8 @@ class Recommender:
         await _produce_and_write(produce, write, workers)
         if self._last_checkpoint_gc is None:
             self._last_checkpoint_gc = now  # upstream: the first collection comes one interval after start
-        elif now - self._last_checkpoint_gc >= self.settings.checkpoints_gc_interval_s:
+        elif (self.collects_checkpoints
+              and now - self._last_checkpoint_gc >= self.settings.checkpoints_gc_interval_s):
             self._last_checkpoint_gc = now
             report.checkpoints_collected = await self._collect_checkpoints()
 
@@ -746,4 +721,182 @@ class Recommender:
                 if pod is not None and any(s.matches(pod.labels) for s in matching):
                     with_controller.append(pod_id)
         report.aggregates_collected = len(cluster.maybe_garbage_collect(now, with_controller))
-        self._resolver.forget_unused()
+        self._resolver.forget_unused()  # time-based: harmless when a shared resolver hears it twice
+
+
+# ---------------------------------------------------------------------------- loops over recommenders
+
+
+async def _fetch_metrics(source: MetricsSource, metrics: RecommenderMetrics,
+                         reports: Sequence[LoopReport]) -> MetricsRead:
+    """The loop's one PodMetrics read, counted once however many recommenders use it."""
+    name = source.client_name
+    try:
+        read = await source.read()
+    except Exception as err:
+        # Keep what we know; the next loop asks again.
+        for report in reports:
+            report.metrics_error = str(err)
+        metrics.metric_server_responses.labels(is_error="true", client_name=name).inc()
+        log.error("recommender_metrics_unavailable", error=str(err))
+        return MetricsRead([])
+    metrics.metric_server_responses.labels(is_error="false", client_name=name).inc()
+    if read.malformed:
+        metrics.skipped.labels(what="malformed_pod_metrics").inc(read.malformed)
+    return read
+
+
+async def run_loop(recommenders: Sequence[Recommender]) -> list[LoopReport]:
+    """One loop of every recommender hosted together, step by step (each step for all of them before the
+    next), so that the shared inputs are read once: one PodMetrics LIST feeds every recommender, and each
+    step is timed once in `vpa_recommender_execution_latency_seconds`. The first recommender's clock,
+    metrics source and collectors serve the whole set (a group builds them shared)."""
+    first = recommenders[0]
+    metrics = first.metrics
+    reports = [LoopReport() for _ in recommenders]
+    started = time.perf_counter()
+    now = first._clock.now()
+    deadline = first._clock.monotonic() + first.settings.checkpoints_timeout_s
+    parts = [rec._steps(report, now, deadline, set())
+             for rec, report in zip(recommenders, reports, strict=True)]
+    read: list[MetricsRead] = []
+
+    async def load_metrics(rec: Recommender, report: LoopReport) -> None:
+        if not read:
+            read.append(await _fetch_metrics(first._metrics_source, metrics, reports))
+        await rec._apply_metrics(report, read[0])
+
+    for step in STEPS[:-1]:
+        step_started = time.perf_counter()
+        for rec, report, part in zip(recommenders, reports, parts, strict=True):
+            try:
+                if step == "LoadMetrics":
+                    await load_metrics(rec, report)
+                else:
+                    await part[step]()
+            except Exception:
+                log.exception("recommender_step_failed", step=step, recommender=rec.settings.recommender_name)
+        elapsed = time.perf_counter() - step_started
+        for report in reports:
+            report.step_seconds[step] = elapsed
+        metrics.execution_latency.labels(step=step).observe(elapsed)
+    total = time.perf_counter() - started
+    metrics.execution_latency.labels(step="total").observe(total)
+    counts: dict[tuple[str, str, str, str], int] = {}
+    for report in reports:
+        report.step_seconds["total"] = total
+        for label, n in report.vpa_object_counts.items():
+            counts[label] = counts.get(label, 0) + n
+    metrics.vpa_objects.clear()
+    for (mode_label, has_rec, matches, unsupported), n in counts.items():
+        metrics.vpa_objects.labels(update_mode=mode_label, has_recommendation=has_rec, api="v1",
+                                   matches_pods=matches, unsupported_config=unsupported).set(n)
+    metrics.aggregate_states.set(sum(len(rec.core.cluster.aggregates) for rec in recommenders))
+    for rec, report in zip(recommenders, reports, strict=True):
+        rec.loops += 1
+        rec.last_report = report
+        log.info("recommender_loop_done", recommender=rec.settings.recommender_name, vpas=report.vpas,
+                 pods=report.pods, samples=report.samples, status_writes=report.status_writes,
+                 checkpoints=report.checkpoints_written, seconds=round(total, 3))
+    return reports
+
+
+async def _tick_forever(clock: Clock, interval: float, health: HealthState | None, reset: Callable[[], None],
+                        restore: Callable[[], Awaitable[object]],
+                        run_once: Callable[[], Awaitable[object]]) -> None:
+    """Reset, restore, then `run_once` on every tick of `interval` (the first one an interval after start,
+    as upstream's ticker; overrun ticks are dropped as a Go ticker drops them), with health activity."""
+    reset()
+    if health is not None:
+        health.add_activity(COMPONENT, 5 * interval)
+    try:
+        await restore()
+        next_tick = clock.monotonic() + interval
+        while True:
+            await clock.sleep(max(0.0, next_tick - clock.monotonic()))
+            try:
+                await run_once()
+            except Exception:
+                log.exception("recommender_loop_failed")
+            else:
+                if health is not None:
+                    health.record_activity(COMPONENT)
+            now = clock.monotonic()
+            next_tick += interval
+            if next_tick <= now:
+                next_tick += math.ceil((now - next_tick) / interval) * interval
+    finally:
+        if health is not None:
+            # Not leading any more: no activity expected until the next term starts.
+            health.add_activity(COMPONENT, 5 * interval)
+
+
+class RecommenderGroup:
+    """The recommenders `--recommender-name=a,b,…` hosts in one process (AEP-3919, our extension): one
+    `Recommender` per name with its own settings (`--recommender-overrides`) and cluster state, each
+    handling only the VPAs that select it; one loop (`run_loop`) on the shared caches, one PodMetrics read
+    per loop, one set of collectors, one Lease (the runtime's, for the whole set). Checkpoints share the
+    namespace: a VPA belongs to one recommender, and orphan collection (by the first one) looks at all
+    VPAs."""
+
+    def __init__(self, recommenders: Sequence[Recommender], *, clock: Clock,
+                 health: HealthState | None = None) -> None:
+        if not recommenders:
+            raise ValueError("a recommender group needs at least one recommender")
+        self.recommenders = tuple(recommenders)
+        self._clock = clock
+        self._health = health
+
+    @classmethod
+    def from_client(
+        cls,
+        settings: RecommenderSettings,
+        *,
+        common: CommonSettings,
+        gates: FeatureGates,
+        client: KubeClient,
+        pods: ObjectSource[PodView],
+        vpas: ObjectSource[VpaView],
+        clock: Clock,
+        registry: CollectorRegistry,
+        health: HealthState | None = None,
+    ) -> RecommenderGroup:
+        """One recommender per `settings.recommender_names`, on shared kube adapters and collectors."""
+        namespace = common.vpa_object_namespace or None
+        metrics = RecommenderMetrics(registry)
+        metrics_source = PodMetricsReader(client, namespace)
+        resolver = TargetResolver(client, clock, namespace=namespace)
+        status_writer = VpaStatusWriter(client)
+        checkpoints = CheckpointStore(client, namespace)
+        names = settings.recommender_names
+        recommenders = [
+            Recommender(
+                settings.for_name(name), pods=pods, vpas=vpas, clock=clock, metrics_source=metrics_source,
+                resolver=resolver, status_writer=status_writer, checkpoints=checkpoints, metrics=metrics,
+                namespace=common.vpa_object_namespace,
+                ignored_namespaces=common.ignored_vpa_object_namespaces,
+                per_vpa_config=gates.per_vpa_config, hosted_names=names, collects_checkpoints=index == 0,
+            )
+            for index, name in enumerate(names)
+        ]
+        return cls(recommenders, clock=clock, health=health)
+
+    def by_name(self, name: str) -> Recommender:
+        for rec in self.recommenders:
+            if rec.settings.recommender_name == name:
+                return rec
+        raise KeyError(name)
+
+    def reset(self) -> None:
+        for rec in self.recommenders:
+            rec.reset()
+
+    async def restore(self) -> list[RestoreReport]:
+        return [await rec.restore() for rec in self.recommenders]
+
+    async def run_once(self) -> list[LoopReport]:
+        return await run_loop(self.recommenders)
+
+    async def run_forever(self) -> None:
+        interval = self.recommenders[0].settings.recommender_interval_s
+        await _tick_forever(self._clock, interval, self._health, self.reset, self.restore, self.run_once)
