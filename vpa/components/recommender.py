@@ -1,16 +1,18 @@
 """The live recommender loop: cluster in, VPA status and checkpoints out (upstream's `RunOnce`).
 
-Owns: `Recommender` — restoring history from checkpoints before the first loop; each `run_once()`:
-LoadVPAs (the VPAs this `--recommender-name` handles, targets resolved to selectors, ConfigUnsupported
+Owns: `Recommender` — restoring history from checkpoints before the first loop; each loop:
+LoadVPAs (the VPAs this recommender's name handles, targets resolved to selectors, ConfigUnsupported
 when a target is missing or not the top-most controller), LoadPods (non-Pending pods from the shared pod
 cache, only VPA-matched ones with `--memory-saver`), LoadMetrics (one `metrics.k8s.io` PodMetrics LIST,
-then the OOMs the pod cache's updates revealed), DeleteRemovedPods, UpdateVPAs (recommendations, status
-conditions as upstream sets them, a merge patch on `/status` only when the status changed, at most
-`--update-worker-count` writes in flight), MaintainCheckpoints (oldest-written VPA first, until
-`--checkpoints-timeout` after the loop started but at least one VPA per worker; orphaned checkpoints
-collected every `--checkpoints-gc-interval`) and GarbageCollect (aggregates, hourly); `run_forever()`
-on the `--recommender-interval` ticker with health activity; the upstream `vpa_recommender_*` metrics;
-and the pure helpers this needs (`next_conditions`, `ooms_from_pod_update`).
+then the OOMs the pod cache's updates and the `Evicted` events revealed), DeleteRemovedPods, UpdateVPAs
+(recommendations, status conditions as upstream sets them, a merge patch on `/status` only when the status
+changed, at most `--update-worker-count` writes in flight), MaintainCheckpoints (oldest-written VPA first,
+until `--checkpoints-timeout` after the loop started but at least one VPA per worker; orphaned checkpoints
+collected every `--checkpoints-gc-interval`) and GarbageCollect (aggregates, hourly);
+`RecommenderGroup` — the recommenders `--recommender-name=a,b` hosts in one process, run step by step by
+`run_loop` on one shared metrics read, one set of collectors and one Lease; `run_forever()` on the
+`--recommender-interval` ticker with health activity; the upstream `vpa_recommender_*` metrics;
+and the pure helpers this needs (`next_conditions`, `ooms_from_pod_update`, `owner_name`).
 
 CPU work (pod intake, samples, estimation) yields to the event loop every `chunk_budget_s` (10 ms),
 because the webhook shares the loop.
@@ -24,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol, TypeVar
@@ -34,14 +36,17 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from vpa.components.health import HealthState
 from vpa.kube.client import JsonObj, KubeClient
+from vpa.kube.evictionwatching import eviction_event_cache
 from vpa.kube.metricsreading import MetricsRead, PodMetricsReader
 from vpa.kube.statuswriting import CheckpointStore, VpaStatusWriter
 from vpa.kube.targets import Resolution, TargetResolver
 from vpa.logic.aggregation import OomRejected
 from vpa.logic.checkpointing import CheckpointError, checkpoint_name, checkpoint_status
+from vpa.logic.evictions import ooms_from_eviction_event
 from vpa.logic.recommender_cluster import ContainerId, PodId, UnknownContainerError
 from vpa.logic.recommending import RecommenderConfig, RecommenderCore, compute_recommendation
 from vpa.model.clock import Clock
+from vpa.model.event import EventView
 from vpa.model.features import FeatureGates
 from vpa.model.pod import PodView
 from vpa.model.selector import Selector
@@ -62,6 +67,7 @@ COMPONENT: Final = "recommender"
 STEPS: Final = ("LoadVPAs", "LoadPods", "LoadMetrics", "DeleteRemovedPods", "UpdateVPAs",
                 "MaintainCheckpoints", "GarbageCollect", "total")
 OOM_QUEUE_SIZE: Final = 5000  # upstream's OOM channel capacity
+SEEN_EVENTS_SIZE: Final = 10000  # eviction events remembered for de-duplication
 NO_PODS_MATCHED_REASON: Final = "NoPodsMatched"
 NO_PODS_MATCHED_MESSAGE: Final = "No pods match this VPA object"
 _EXECUTION_BUCKETS: Final = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0,
@@ -79,6 +85,12 @@ class ObjectSource(Protocol[T]):
     def list(self) -> list[T]: ...
 
     def on_update(self, handler: Callable[[T, T], None]) -> None: ...
+
+
+class EventSource(Protocol):
+    """What the loop reads of the `Evicted` events cache (`vpa.kube.evictionwatching` builds one)."""
+
+    def on_add(self, handler: Callable[[EventView], None]) -> None: ...
 
 
 class MetricsSource(Protocol):
@@ -332,6 +344,7 @@ class Recommender:
         metrics: RecommenderMetrics | None = None,
         hosted_names: Sequence[str] = (),
         collects_checkpoints: bool = True,
+        events: EventSource | None = None,
     ) -> None:
         self.settings = settings
         self._pods = pods
@@ -354,8 +367,11 @@ class Recommender:
         self._chunk_budget_s = chunk_budget_s
         self._ooms: deque[OomKill] = deque(maxlen=OOM_QUEUE_SIZE)
         self._last_oom: dict[PodId, dict[str, float]] = {}
+        self._seen_events: OrderedDict[str, None] = OrderedDict()
         self.reset()
         pods.on_update(self._on_pod_update)
+        if events is not None:
+            events.on_add(self._on_eviction_event)
         if settings.storage == "prometheus":
             log.warning("recommender_prometheus_storage_not_supported",
                         detail="--storage=prometheus is not implemented; history comes from checkpoints")
@@ -373,8 +389,10 @@ class Recommender:
         clock: Clock,
         registry: CollectorRegistry,
         health: HealthState | None = None,
+        events: EventSource | None = None,
     ) -> Recommender:
-        """The production wiring: the kube adapters on the process's shared client."""
+        """The production wiring: the kube adapters on the process's shared client. `events`, if given, is
+        an `Evicted` events cache the caller runs."""
         namespace = common.vpa_object_namespace or None
         return cls(
             settings, pods=pods, vpas=vpas, clock=clock,
@@ -384,6 +402,7 @@ class Recommender:
             checkpoints=CheckpointStore(client, namespace),
             registry=registry, health=health, namespace=common.vpa_object_namespace,
             ignored_namespaces=common.ignored_vpa_object_namespaces, per_vpa_config=gates.per_vpa_config,
+            events=events,
         )
 
     def reset(self) -> None:
@@ -422,6 +441,17 @@ class Recommender:
                 continue
             seen[kill.container_id.container_name] = kill.timestamp
             self._ooms.append(kill)
+
+    def _on_eviction_event(self, event: EventView) -> None:
+        """OOMs from a memory-pressure eviction (spec §3.2), once per event uid."""
+        key = event.uid or f"{event.namespace}/{event.name}"
+        if key in self._seen_events:
+            return
+        self._seen_events[key] = None
+        if len(self._seen_events) > SEEN_EVENTS_SIZE:
+            self._seen_events.popitem(last=False)
+        for oom in ooms_from_eviction_event(event):
+            self._ooms.append(OomKill(oom.container_id, oom.timestamp, oom.memory_bytes))
 
     # ------------------------------------------------------------------------------------ running
 
@@ -840,12 +870,14 @@ class RecommenderGroup:
     VPAs."""
 
     def __init__(self, recommenders: Sequence[Recommender], *, clock: Clock,
-                 health: HealthState | None = None) -> None:
+                 health: HealthState | None = None,
+                 background: Sequence[Callable[[], Awaitable[None]]] = ()) -> None:
         if not recommenders:
             raise ValueError("a recommender group needs at least one recommender")
         self.recommenders = tuple(recommenders)
         self._clock = clock
         self._health = health
+        self._background = tuple(background)
 
     @classmethod
     def from_client(
@@ -868,6 +900,7 @@ class RecommenderGroup:
         resolver = TargetResolver(client, clock, namespace=namespace)
         status_writer = VpaStatusWriter(client)
         checkpoints = CheckpointStore(client, namespace)
+        events = eviction_event_cache(client, clock, namespace)
         names = settings.recommender_names
         recommenders = [
             Recommender(
@@ -876,10 +909,11 @@ class RecommenderGroup:
                 namespace=common.vpa_object_namespace,
                 ignored_namespaces=common.ignored_vpa_object_namespaces,
                 per_vpa_config=gates.per_vpa_config, hosted_names=names, collects_checkpoints=index == 0,
+                events=events,
             )
             for index, name in enumerate(names)
         ]
-        return cls(recommenders, clock=clock, health=health)
+        return cls(recommenders, clock=clock, health=health, background=[events.run])
 
     def by_name(self, name: str) -> Recommender:
         for rec in self.recommenders:
@@ -898,5 +932,13 @@ class RecommenderGroup:
         return await run_loop(self.recommenders)
 
     async def run_forever(self) -> None:
+        """The loop of every recommender on `--recommender-interval`, with the background inputs (the
+        `Evicted` events watch) running for as long as this term lasts."""
         interval = self.recommenders[0].settings.recommender_interval_s
-        await _tick_forever(self._clock, interval, self._health, self.reset, self.restore, self.run_once)
+        tasks = [asyncio.ensure_future(run()) for run in self._background]
+        try:
+            await _tick_forever(self._clock, interval, self._health, self.reset, self.restore, self.run_once)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)

@@ -1,0 +1,101 @@
+"""Recommender inputs beyond the usage samples, on the sim: OOMs from `Evicted` events."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from tests.integration.components.recommender_helpers import (
+    MI,
+    VPAS,
+    Harness,
+    create,
+    deployment,
+    harness,
+    vpa,
+)
+from tests.integration.components.test_recommender import STEADY, STEP_S, written
+from vpa.components.recommender import Recommender
+from vpa.kube.converting import format_time
+from vpa.kube.evictionwatching import eviction_event_cache
+from vpa.kube.watching import WatchCache
+from vpa.model.event import EventView
+from vpa.model.features import FeatureGates
+
+
+@asynccontextmanager
+async def with_eviction_events(h: Harness) -> AsyncIterator[WatchCache[EventView]]:
+    """Replace the harness's recommender with one fed by a running `Evicted` events watch."""
+    events = eviction_event_cache(h.client, h.cluster.clock)
+    h.registry = CollectorRegistry()
+    h.recommender = Recommender.from_client(
+        h.settings, common=h.common, gates=FeatureGates(), client=h.client, pods=h.pods, vpas=h.vpas,
+        clock=h.cluster.clock, registry=h.registry, events=events)
+    task = asyncio.create_task(events.run())
+    try:
+        await asyncio.wait_for(events.wait_synced(), timeout=10)
+        yield events
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+def eviction(name: str, pod: str, containers: str, usages: str, starved: str, now: float) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1", "kind": "Event",
+        "metadata": {"name": name, "namespace": "default", "creationTimestamp": format_time(now),
+                     "annotations": {"offending_containers": containers, "offending_containers_usage": usages,
+                                     "starved_resource": starved}},
+        "involvedObject": {"kind": "Pod", "namespace": "default", "name": pod, "apiVersion": "v1"},
+        "reason": "Evicted", "type": "Warning", "message": "The node was low on resource: memory.",
+        "source": {"component": "kubelet"}, "count": 1,
+    }
+
+
+async def settled_loop(h: Harness, events: WatchCache[EventView]) -> int:
+    """One loop once the events watch holds what the store holds; returns the OOMs it recorded."""
+    for _ in range(2000):
+        want = {(o["metadata"]["namespace"], o["metadata"]["name"]): o["metadata"]["resourceVersion"]
+                for o in h.cluster.store.list("events") if o.get("reason") == "Evicted"}
+        if events.resource_versions() == want:
+            break
+        await asyncio.sleep(0.002)
+    else:
+        raise AssertionError("the events watch did not catch up")
+    await h.cluster.advance(STEP_S)
+    return (await h.loop()).ooms
+
+
+async def test_a_memory_eviction_event_raises_the_memory_target_once() -> None:
+    async with harness() as h, with_eviction_events(h) as events:
+        await create(h, "deployments.apps", deployment("web", STEADY))
+        await create(h, VPAS, vpa("web"))
+        await h.loop()
+        await h.run_for(3600, STEP_S)
+        before = written(h.vpa("web")).containers[0].target.memory_bytes
+        assert before == 250 * MI  # 200Mi of usage is below the per-pod minimum
+        pod = h.cluster.store.list("pods", "default")[0]["metadata"]["name"]
+        now = h.cluster.clock.now()
+
+        # CPU starvation and someone else's event are no OOMs; other reasons are not even watched.
+        await create(h, "events", eviction("cpu", pod, "app", "3", "cpu", now))
+        other = eviction("other", pod, "app", "900Mi", "memory", now) | {"reason": "Killing"}
+        await create(h, "events", other)
+        assert await settled_loop(h, events) == 0
+
+        await create(h, "events", eviction("mem", pod, "app", "600Mi", "memory", now))
+        assert await settled_loop(h, events) == 1
+        after = written(h.vpa("web")).containers[0].target.memory_bytes
+        assert after is not None
+        # The OOM sample is max(600Mi + 100Mi, 600Mi × 1.2) = 720Mi, plus the 15 % margin.
+        assert after >= 720 * MI > before
+
+        # The same event updated (a new resourceVersion) is not a new OOM.
+        stored = h.cluster.store.get("events", "default", "mem")
+        assert stored is not None
+        await h.cluster.store.update("events", stored | {"count": 2})
+        assert await settled_loop(h, events) == 0
