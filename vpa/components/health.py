@@ -5,7 +5,10 @@ Owns: the aiohttp app on `--address` serving `/metrics` (Prometheus text, gzip w
 `/readyz` (readiness: every registered readiness check passes, e.g. watch caches synced), the upstream
 path `/health-check` (same as `/healthz`, so probes written for upstream keep working), `/livez`, and with
 `--profiling` a `/debug/tasks` dump of asyncio tasks; plus `LoopLagMonitor`, which measures how late the
-event loop wakes a sleeper and exports it as `vpa_event_loop_lag_seconds`.
+event loop wakes a sleeper and exports it as `vpa_event_loop_lag_seconds`; and `UnsuffixedCounter`, a
+counter exposed under its exact name (upstream's Go counters such as
+`vpa_recommender_metric_server_responses` have no `_total`, which prometheus_client would append), with
+`render_metrics`, the exposition that types it `counter`.
 
 Must not: decide what "healthy" means for a component (components register their own checks) or use the
 global Prometheus registry (the registry is passed in, so tests and several processes stay independent).
@@ -18,19 +21,92 @@ import gzip
 import io
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import structlog
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Gauge, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
 
 from vpa.model.clock import Clock
 
 log = structlog.get_logger(__name__)
 
 LOOP_LAG_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+
+
+class _UnsuffixedCounterMetric(Metric):
+    """A counter family whose samples carry the family's own name. Typed `gauge` for prometheus_client's
+    exposition (which would rename a `counter`); `render_metrics` writes its TYPE line as `counter`."""
+
+
+class _CounterChild:
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value = 0.0
+
+    def inc(self, amount: float = 1.0) -> None:
+        if amount < 0:
+            raise ValueError("counters can only be incremented by non-negative amounts")
+        self.value += amount
+
+
+class UnsuffixedCounter(Collector):
+    """A labelled counter exposed as `name{…} value`, as client_golang exposes a counter named without
+    `_total`. Same use as prometheus_client's: `counter.labels(a="x").inc()`. Event-loop use only."""
+
+    def __init__(self, name: str, documentation: str, labelnames: Iterable[str] = (), *,
+                 registry: CollectorRegistry | None = None) -> None:
+        self.name = name
+        self.documentation = documentation
+        self.labelnames = tuple(labelnames)
+        self._children: dict[tuple[str, ...], _CounterChild] = {}
+        if not self.labelnames:
+            self._children[()] = _CounterChild()
+        if registry is not None:
+            registry.register(self)
+
+    def labels(self, **labels: str) -> _CounterChild:
+        if set(labels) != set(self.labelnames):
+            raise ValueError(f"{self.name}: expected labels {self.labelnames}, got {tuple(labels)}")
+        key = tuple(str(labels[name]) for name in self.labelnames)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = _CounterChild()
+        return child
+
+    def inc(self, amount: float = 1.0) -> None:
+        self.labels().inc(amount)
+
+    def describe(self) -> list[Metric]:
+        return [_UnsuffixedCounterMetric(self.name, self.documentation, "gauge")]
+
+    def collect(self) -> Iterator[Metric]:
+        metric = _UnsuffixedCounterMetric(self.name, self.documentation, "gauge")
+        for key, child in self._children.items():
+            metric.add_sample(self.name, dict(zip(self.labelnames, key, strict=True)), child.value)
+        yield metric
+
+
+def render_metrics(registry: Collector) -> bytes:
+    """Prometheus text exposition of `registry`, with `UnsuffixedCounter`s typed `counter`."""
+    counters: list[str] = []
+
+    class _Recording(Collector):
+        def collect(self) -> Iterator[Metric]:
+            for metric in registry.collect():
+                if isinstance(metric, _UnsuffixedCounterMetric):
+                    counters.append(metric.name)
+                yield metric
+
+    payload = generate_latest(_Recording())
+    for name in counters:
+        payload = payload.replace(f"# TYPE {name} gauge\n".encode(), f"# TYPE {name} counter\n".encode(), 1)
+    return payload
 
 
 @dataclass
@@ -126,7 +202,7 @@ def build_app(state: HealthState, registry: CollectorRegistry, *, profiling: boo
     """The aiohttp application; `serve()` runs it, tests can use it with aiohttp's test client."""
 
     async def metrics(request: web.Request) -> web.Response:
-        payload = generate_latest(registry)
+        payload = render_metrics(registry)
         headers = {"Content-Type": CONTENT_TYPE_LATEST}
         if "gzip" in request.headers.get("Accept-Encoding", ""):
             payload = gzip.compress(payload)

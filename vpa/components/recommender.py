@@ -34,7 +34,7 @@ from typing import Any, Final, Protocol, TypeVar
 import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from vpa.components.health import HealthState
+from vpa.components.health import HealthState, UnsuffixedCounter
 from vpa.kube.client import JsonObj, KubeClient
 from vpa.kube.evictionwatching import eviction_event_cache
 from vpa.kube.metricsreading import MetricsRead, PodMetricsReader
@@ -43,12 +43,19 @@ from vpa.kube.targets import Resolution, TargetResolver
 from vpa.logic.aggregation import OomRejected
 from vpa.logic.checkpointing import CheckpointError, checkpoint_name, checkpoint_status
 from vpa.logic.evictions import ooms_from_eviction_event
-from vpa.logic.recommender_cluster import ContainerId, PodId, UnknownContainerError
+from vpa.logic.recommender_cluster import (
+    ContainerId,
+    PodId,
+    QualityContext,
+    RecommendationChange,
+    UnknownContainerError,
+)
 from vpa.logic.recommending import RecommenderConfig, RecommenderCore, compute_recommendation
 from vpa.model.clock import Clock
 from vpa.model.event import EventView
 from vpa.model.features import FeatureGates
 from vpa.model.pod import PodView
+from vpa.model.resources import CPU, MEMORY
 from vpa.model.selector import Selector
 from vpa.model.settings import CommonSettings, RecommenderSettings
 from vpa.model.vpa import (
@@ -56,6 +63,7 @@ from vpa.model.vpa import (
     Condition,
     ConditionType,
     TargetRef,
+    UpdateMode,
     VpaStatus,
     VpaView,
 )
@@ -74,6 +82,18 @@ _EXECUTION_BUCKETS: Final = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.
                              300.0)
 _RECOMMENDATION_LATENCY_BUCKETS: Final = (1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0, 900.0,
                                           1200.0, 1800.0)
+# Upstream's quality buckets: CPU 0.01 … 655.36 cores and memory 1 MB … 65.5 GB (17 exponential buckets,
+# factor 2), and relative differences from -100 % to ×100.
+_CPU_QUALITY_BUCKETS: Final = tuple(0.01 * 2.0**i for i in range(17))
+_MEMORY_QUALITY_BUCKETS: Final = tuple(1e6 * 2.0**i for i in range(17))
+_RELATIVE_QUALITY_BUCKETS: Final = (
+    -1.0, -0.75, -0.5, -0.25, -0.1, -0.05, -0.025, -0.01, -0.005, -0.0025, -0.001,
+    0.0, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0,
+    100.0,
+)
+# `vpa_resources_get_resources_count{source}`: where a container's requests were read.
+SOURCE_CONTAINER_STATUSES: Final = "Pod.Status.ContainerStatuses"
+SOURCE_SPEC_CONTAINERS: Final = "Pod.Spec.Containers"
 
 
 # --------------------------------------------------------------------------------------- I/O seams
@@ -224,11 +244,10 @@ class RecommenderMetrics:
         self.aggregate_states = Gauge(
             "vpa_recommender_aggregate_container_states_count",
             "Number of aggregate container states being tracked by the recommender", registry=registry)
-        # A gauge that only goes up: upstream's counter name has no `_total`, which prometheus_client would
-        # append to a Counter; dashboards use rate()/increase() on it either way.
-        self.metric_server_responses = Gauge(
+        # Upstream's counter name has no `_total`, which prometheus_client's Counter would append.
+        self.metric_server_responses = UnsuffixedCounter(
             "vpa_recommender_metric_server_responses",
-            "Count of responses to queries to metrics server (monotonic).", ["is_error", "client_name"],
+            "Count of responses to queries to metrics server", ["is_error", "client_name"],
             registry=registry)
         self.skipped = Counter(
             "vpa_recommender_skipped_inputs",
@@ -237,6 +256,112 @@ class RecommenderMetrics:
         self.write_errors = Counter(
             "vpa_recommender_write_errors", "Failed writes of VPA status or checkpoints.", ["what"],
             registry=registry)
+        self.get_resources = UnsuffixedCounter(
+            "vpa_resources_get_resources_count", "Count of get resources calls by source", ["source"],
+            registry=registry)
+        self.quality = QualityMetrics(registry)
+
+
+class QualityMetrics:
+    """Upstream's `vpa_quality_*` metrics (spec §3.14, §6.2): every accepted usage sample of a container
+    that needs a recommendation against the recommendation last made for it, and every recommendation
+    against the previous one."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        mode, mode_missing = ["update_mode"], ["update_mode", "recommendation_missing"]
+        self.relative_diffs = Histogram(
+            "vpa_quality_usage_recommendation_relative_diffs",
+            "Diffs between recommendation and usage, normalized by recommendation value",
+            ["update_mode", "resource", "is_oom"], buckets=_RELATIVE_QUALITY_BUCKETS, registry=registry)
+        self.missing = UnsuffixedCounter(
+            "vpa_quality_usage_sample_missing_recommendation_count",
+            "Count of usage samples when a recommendation should be present but is missing",
+            ["update_mode", "resource", "is_oom"], registry=registry)
+        self.cpu_over = Histogram(
+            "vpa_quality_cpu_recommendation_over_usage_diffs_cores",
+            "Absolute diffs between recommendation and usage for CPU when recommendation > usage",
+            mode_missing, buckets=_CPU_QUALITY_BUCKETS, registry=registry)
+        self.memory_over = Histogram(
+            "vpa_quality_mem_recommendation_over_usage_diffs_bytes",
+            "Absolute diffs between recommendation and usage for memory when recommendation > usage",
+            [*mode_missing, "is_oom"], buckets=_MEMORY_QUALITY_BUCKETS, registry=registry)
+        self.cpu_lower_equal = Histogram(
+            "vpa_quality_cpu_recommendation_lower_equal_usage_diffs_cores",
+            "Absolute diffs between recommendation and usage for CPU when recommendation <= usage",
+            mode_missing, buckets=_CPU_QUALITY_BUCKETS, registry=registry)
+        self.memory_lower_equal = Histogram(
+            "vpa_quality_mem_recommendation_lower_equal_usage_diffs_bytes",
+            "Absolute diffs between recommendation and usage for memory when recommendation <= usage",
+            [*mode_missing, "is_oom"], buckets=_MEMORY_QUALITY_BUCKETS, registry=registry)
+        self.cpu_recommendations = Histogram(
+            "vpa_quality_cpu_recommendations_cores",
+            "CPU recommendation values as observed on recorded usage sample",
+            mode, buckets=_CPU_QUALITY_BUCKETS, registry=registry)
+        self.memory_recommendations = Histogram(
+            "vpa_quality_mem_recommendations_bytes",
+            "Memory recommendation values as observed on recorded usage sample",
+            [*mode, "is_oom"], buckets=_MEMORY_QUALITY_BUCKETS, registry=registry)
+        self.relative_changes = Histogram(
+            "vpa_quality_relative_recommendation_changes",
+            "Changes between consecutive recommendation values, normalized by old value",
+            ["update_mode", "resource", "vpa_size_log2"], buckets=_RELATIVE_QUALITY_BUCKETS,
+            registry=registry)
+
+    def observe_sample(self, context: QualityContext, resource: str, usage: int, is_oom: bool) -> None:
+        """One accepted sample (`usage` in millicores or bytes), as upstream's `observeQualityMetrics`."""
+        mode = _mode_label(context.update_mode)
+        oom = "true" if is_oom else "false"
+        cpu = resource == CPU
+        usage_value = usage / 1000.0 if cpu else float(usage)
+        last = context.last_recommendation
+        amount = None if last is None else (last.cpu_millicores if cpu else last.memory_bytes)
+        if not amount:  # no recommendation yet, or zero for this resource
+            self.missing.labels(update_mode=mode, resource=resource, is_oom=oom).inc()
+            self._observe_diff(usage_value, 0.0, "true", oom, cpu, mode)
+            return
+        recommended = amount / 1000.0 if cpu else float(amount)
+        if cpu:
+            self.cpu_recommendations.labels(update_mode=mode).observe(recommended)
+        else:
+            self.memory_recommendations.labels(update_mode=mode, is_oom=oom).observe(recommended)
+        self._observe_diff(usage_value, recommended, "false", oom, cpu, mode)
+        self.relative_diffs.labels(update_mode=mode, resource=resource, is_oom=oom).observe(
+            (usage_value - recommended) / recommended)
+
+    def _observe_diff(self, usage: float, recommended: float, missing: str, oom: str, cpu: bool,
+                      mode: str) -> None:
+        diff = abs(usage - recommended)
+        if cpu:
+            histogram = self.cpu_over if recommended > usage else self.cpu_lower_equal
+            histogram.labels(update_mode=mode, recommendation_missing=missing).observe(diff)
+        else:
+            histogram = self.memory_over if recommended > usage else self.memory_lower_equal
+            histogram.labels(update_mode=mode, recommendation_missing=missing, is_oom=oom).observe(diff)
+
+    def observe_change(self, change: RecommendationChange) -> None:
+        """A new uncapped target against the previous one (nothing on the first one; a previous zero is
+        skipped), labelled with the VPA's size class."""
+        if change.previous is None:
+            return
+        mode = _mode_label(change.update_mode)
+        size = str(vpa_size_log2(change.pod_count))
+        for resource, new, old in ((CPU, change.current.cpu_millicores, change.previous.cpu_millicores),
+                                   (MEMORY, change.current.memory_bytes, change.previous.memory_bytes)):
+            if new is None:
+                continue
+            if old:
+                self.relative_changes.labels(update_mode=mode, resource=resource, vpa_size_log2=size).observe(
+                    new / old - 1.0)
+
+
+def _mode_label(mode: UpdateMode | None) -> str:
+    return "" if mode is None else mode.value
+
+
+def vpa_size_log2(pods: int) -> int:
+    """Upstream's `vpa_size_log2` label: floor(log2(pods)), 0 for 0 or 1 pod, capped at 20 (as the
+    updater's; components do not import each other)."""
+    return min(20, max(0, pods.bit_length() - 1))
 
 
 # ------------------------------------------------------------------------------------------ the loop
@@ -554,6 +679,7 @@ class Recommender:
         applied = self._applied_pods
         selectors = self._selectors_by_namespace() if self.settings.memory_saver else None
         pacer = _Pacer(self._chunk_budget_s)
+        from_status = from_spec = 0
         for pod in self._pods.list():
             if pod.phase in ("", "Pending"):
                 continue
@@ -562,6 +688,13 @@ class Recommender:
                 continue
             pod_id = PodId(pod.namespace, pod.name)
             live.add(pod_id)
+            # Upstream reads every tracked container's requests each loop and counts where they came from.
+            for container in pod.containers:
+                status = pod.container_status(container.name)
+                if status is not None and status.actual_requests is not None:
+                    from_status += 1
+                else:
+                    from_spec += 1
             if applied.get(pod_id) is pod:
                 continue  # unchanged since the last loop: the watch cache hands out a new view on change
             cluster.add_or_update_pod(pod_id, pod.labels, pod.phase, now)
@@ -572,23 +705,34 @@ class Recommender:
             if pacer.due():
                 await pacer.pause()
         report.pods = len(live)
+        if from_status:
+            self.metrics.get_resources.labels(source=SOURCE_CONTAINER_STATUSES).inc(from_status)
+        if from_spec:
+            self.metrics.get_resources.labels(source=SOURCE_SPEC_CONTAINERS).inc(from_spec)
 
     async def _apply_metrics(self, report: LoopReport, read: MetricsRead) -> None:
         """Samples from one (shared) PodMetrics read for the containers this recommender tracks, then the
         OOMs observed since the last loop."""
         cluster = self.core.cluster
+        quality = self.metrics.quality
         pacer = _Pacer(self._chunk_budget_s)
         for usage in read.pods:
             pod_id = PodId(usage.namespace, usage.name)
             for container in usage.containers:
                 container_id = ContainerId(pod_id, container.name)
                 try:
-                    if container.cpu_millicores is not None and cluster.add_cpu_sample(
-                            container_id, container.cpu_millicores, usage.timestamp):
-                        report.samples += 1
-                    if container.memory_bytes is not None and cluster.add_memory_sample(
-                            container_id, container.memory_bytes, usage.timestamp):
-                        report.samples += 1
+                    cpu, memory = container.cpu_millicores, container.memory_bytes
+                    cpu_added = cpu is not None and cluster.add_cpu_sample(container_id, cpu, usage.timestamp)
+                    memory_added = memory is not None and cluster.add_memory_sample(
+                        container_id, memory, usage.timestamp)
+                    if cpu_added or memory_added:
+                        report.samples += cpu_added + memory_added
+                        context = cluster.quality_context(container_id, usage.timestamp)
+                        if context is not None:
+                            if cpu_added and cpu is not None:
+                                quality.observe_sample(context, CPU, cpu, False)
+                            if memory_added and memory is not None:
+                                quality.observe_sample(context, MEMORY, memory, False)
                 except UnknownContainerError:
                     report.samples_skipped += 1  # not tracked: Pending, init container, memory saver
             if pacer.due():
@@ -596,8 +740,11 @@ class Recommender:
         while self._ooms:
             kill = self._ooms.popleft()
             try:
-                cluster.record_oom(kill.container_id, kill.timestamp, kill.memory_bytes)
+                bumped = cluster.record_oom(kill.container_id, kill.timestamp, kill.memory_bytes)
                 report.ooms += 1
+                context = cluster.quality_context(kill.container_id, kill.timestamp)
+                if context is not None:
+                    quality.observe_sample(context, MEMORY, bumped, True)
             except (UnknownContainerError, OomRejected) as err:
                 self.metrics.skipped.labels(what="oom").inc()
                 log.info("recommender_oom_skipped", container=str(kill.container_id), error=str(err))
@@ -615,6 +762,7 @@ class Recommender:
         core = self.core
         counts: dict[tuple[str, str, str, str], int] = {}
         report.vpa_object_counts = counts  # partial counts survive a failure half-way
+        quality = self.metrics.quality
         pacer = _Pacer(self._chunk_budget_s)
 
         async def produce(put: Callable[[tuple[tuple[str, str], VpaStatus]], Awaitable[None]]) -> None:
@@ -624,6 +772,9 @@ class Recommender:
                     recommendation = compute_recommendation(view, cluster.merged_states(*key),
                                                             core.recommender, core.config)
                     pods_matched = cluster.matching_pod_count(*key) > 0
+                    for change in cluster.update_last_recommendation(
+                            *key, {c.container_name: c.uncapped_target for c in recommendation.containers}):
+                        quality.observe_change(change)
                 except Exception:
                     log.exception("recommender_vpa_failed", vpa=view.key)
                     continue

@@ -93,6 +93,10 @@ async def test_a_memory_eviction_event_raises_the_memory_target_once() -> None:
         assert after is not None
         # The OOM sample is max(600Mi + 100Mi, 600Mi × 1.2) = 720Mi, plus the 15 % margin.
         assert after >= 720 * MI > before
+        # The OOM sample counts in the quality metrics as an OOM, against the 250Mi recommendation.
+        assert h.metric("vpa_quality_mem_recommendations_bytes_count", update_mode="Off", is_oom="true") == 1
+        assert h.metric("vpa_quality_mem_recommendation_lower_equal_usage_diffs_bytes_sum", update_mode="Off",
+                        recommendation_missing="false", is_oom="true") == 720 * MI - 250 * MI
 
         # The same event updated (a new resourceVersion) is not a new OOM.
         stored = h.cluster.store.get("events", "default", "mem")

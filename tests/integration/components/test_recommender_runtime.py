@@ -47,6 +47,8 @@ async def test_vpa_run_recommends_on_the_simulated_clock() -> None:
             assert 'vpa_recommender_execution_latency_seconds_count{step="UpdateVPAs"}' in metrics
             assert 'vpa_recommender_metric_server_responses{client_name="default-metrics-client",' \
                    'is_error="false"}' in metrics
+            assert "# TYPE vpa_recommender_metric_server_responses counter\n" in metrics
+            assert "vpa_quality_usage_sample_missing_recommendation_count{" in metrics
             assert cluster.store.get("verticalpodautoscalercheckpoints.autoscaling.k8s.io", "default",
                                      "web-app") is not None
         finally:
