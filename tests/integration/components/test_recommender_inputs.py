@@ -1,4 +1,4 @@
-"""Recommender inputs beyond the usage samples, on the sim: OOMs from `Evicted` events."""
+"""Recommender inputs on the sim: OOMs from `Evicted` events, and which pods `--memory-saver` tracks."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import pytest
 from prometheus_client import CollectorRegistry
 
 from tests.integration.components.recommender_helpers import (
@@ -16,6 +17,8 @@ from tests.integration.components.recommender_helpers import (
     create,
     deployment,
     harness,
+    recommendation,
+    settings,
     vpa,
 )
 from tests.integration.components.test_recommender import STEADY, STEP_S, written
@@ -103,3 +106,19 @@ async def test_a_memory_eviction_event_raises_the_memory_target_once() -> None:
         assert stored is not None
         await h.cluster.store.update("events", stored | {"count": 2})
         assert await settled_loop(h, events) == 0
+
+
+@pytest.mark.parametrize(("memory_saver", "tracked"), [(True, 1), (False, 2)], ids=["on", "off"])
+async def test_memory_saver_tracks_only_pods_some_vpa_matches(memory_saver: bool, tracked: int) -> None:
+    async with harness(settings(memory_saver=memory_saver)) as h:
+        await create(h, "deployments.apps", deployment("web", STEADY))
+        await create(h, "deployments.apps", deployment("stray", STEADY))  # no VPA matches it
+        await create(h, VPAS, vpa("web"))
+        reports = [await h.loop(), *await h.run_for(900, STEP_S)]
+        assert all(r.pods == tracked for r in reports)
+        assert h.metric("vpa_recommender_aggregate_container_states_count") == tracked
+        assert len(h.rec.core.cluster.aggregates) == tracked
+        # The stray pod's samples are skipped with the memory saver, taken without it.
+        assert reports[-1].samples == 2 * tracked
+        assert reports[-1].samples_skipped == (2 - tracked)
+        assert recommendation(h.vpa("web"))["target"]["cpu"] == "587m"
