@@ -1,4 +1,5 @@
-"""Recommender inputs on the sim: OOMs from `Evicted` events, and which pods `--memory-saver` tracks."""
+"""Recommender inputs on the sim: OOMs from `Evicted` events, which pods `--memory-saver` tracks, and a
+VPA's own OOM bump-up (`PerVPAConfig`) applied through the loop."""
 
 from __future__ import annotations
 
@@ -31,13 +32,14 @@ from vpa.model.features import FeatureGates
 
 
 @asynccontextmanager
-async def with_eviction_events(h: Harness) -> AsyncIterator[WatchCache[EventView]]:
+async def with_eviction_events(h: Harness, gates: FeatureGates | None = None,
+                               ) -> AsyncIterator[WatchCache[EventView]]:
     """Replace the harness's recommender with one fed by a running `Evicted` events watch."""
     events = eviction_event_cache(h.client, h.cluster.clock)
     h.registry = CollectorRegistry()
     h.recommender = Recommender.from_client(
-        h.settings, common=h.common, gates=FeatureGates(), client=h.client, pods=h.pods, vpas=h.vpas,
-        clock=h.cluster.clock, registry=h.registry, events=events)
+        h.settings, common=h.common, gates=gates or FeatureGates(), client=h.client, pods=h.pods,
+        vpas=h.vpas, clock=h.cluster.clock, registry=h.registry, events=events)
     task = asyncio.create_task(events.run())
     try:
         await asyncio.wait_for(events.wait_synced(), timeout=10)
@@ -122,3 +124,34 @@ async def test_memory_saver_tracks_only_pods_some_vpa_matches(memory_saver: bool
         assert reports[-1].samples == 2 * tracked
         assert reports[-1].samples_skipped == (2 - tracked)
         assert recommendation(h.vpa("web"))["target"]["cpu"] == "587m"
+
+
+@pytest.mark.parametrize("gate", [True, False], ids=["PerVPAConfig-on", "PerVPAConfig-off"])
+async def test_a_vpa_oom_bump_up_ratio_shapes_the_oom_sample(gate: bool) -> None:
+    """Two workloads see the same 600Mi memory eviction; `bumpy`'s VPA asks for `oomBumpUpRatio: 2`."""
+    gates = FeatureGates.parse(f"PerVPAConfig={'true' if gate else 'false'}")
+    async with harness() as h, with_eviction_events(h, gates) as events:
+        bumpy = vpa("bumpy")
+        bumpy["spec"]["resourcePolicy"] = {"containerPolicies": [
+            {"containerName": "app", "oomBumpUpRatio": "2", "oomMinBumpUp": "10Mi"}]}
+        for name, obj in (("plain", vpa("plain")), ("bumpy", bumpy)):
+            await create(h, "deployments.apps", deployment(name, STEADY))
+            await create(h, VPAS, obj)
+        await h.loop()
+        await h.run_for(1800, STEP_S)
+        now = h.cluster.clock.now()
+        for pod in h.cluster.store.list("pods", "default"):
+            name = pod["metadata"]["name"]
+            await create(h, "events", eviction(f"{name}.evicted", name, "app", "600Mi", "memory", now))
+        assert await settled_loop(h, events) == 2
+
+        plain = written(h.vpa("plain")).containers[0].target.memory_bytes
+        bumped = written(h.vpa("bumpy")).containers[0].target.memory_bytes
+        assert plain is not None and bumped is not None
+        # Flags: max(600Mi + 100Mi, 600Mi × 1.2) = 720Mi, plus the margin and bucket rounding (< 1000Mi).
+        assert 720 * MI <= plain < 1000 * MI
+        if gate:
+            # The VPA's own: max(600Mi + 10Mi, 600Mi × 2) = 1200Mi, plus the margin.
+            assert bumped >= 1200 * MI
+        else:
+            assert bumped == plain  # the policy's fields are ignored without the gate
