@@ -147,7 +147,8 @@ async def test_a_vpa_oom_bump_up_ratio_shapes_the_oom_sample(gate: bool) -> None
 
         plain = written(h.vpa("plain")).containers[0].target.memory_bytes
         bumped = written(h.vpa("bumpy")).containers[0].target.memory_bytes
-        assert plain is not None and bumped is not None
+        assert plain is not None
+        assert bumped is not None
         # Flags: max(600Mi + 100Mi, 600Mi × 1.2) = 720Mi, plus the margin and bucket rounding (< 1000Mi).
         assert 720 * MI <= plain < 1000 * MI
         if gate:
