@@ -571,8 +571,11 @@ REPLAY_OWN_FLAGS: Final[tuple[FlagDef, ...]] = (
 RUN_FLAGS_BY_NAME: Final[Mapping[str, FlagDef]] = {flag.name: flag for flag in RUN_FLAGS}
 
 # `vpa replay` accepts its own flags, the recommender group and --feature-gates.
+# (`--recommender-overrides` configures recommenders hosted side by side; a replay runs one.)
 REPLAY_FLAGS: Final[tuple[FlagDef, ...]] = REPLAY_OWN_FLAGS + tuple(
-    flag for flag in RUN_FLAGS if flag.group is Group.RECOMMENDER or flag.name == "feature-gates"
+    flag for flag in RUN_FLAGS
+    if (flag.group is Group.RECOMMENDER and flag.name != "recommender-overrides")
+    or flag.name == "feature-gates"
 )
 REPLAY_FLAGS_BY_NAME: Final[Mapping[str, FlagDef]] = {flag.name: flag for flag in REPLAY_FLAGS}
 

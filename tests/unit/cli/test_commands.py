@@ -413,3 +413,8 @@ def test_recommender_overrides_reach_each_named_recommender() -> None:
 def test_recommender_overrides_rejected(argv: list[str], message: str) -> None:
     with pytest.raises(UsageError, match=message):
         run(*argv)
+
+
+def test_replay_refuses_recommender_overrides() -> None:
+    with pytest.raises(UsageError, match="recommender-overrides"):
+        commands.parse_replay_args(["t.csv", "--recommender-overrides=default:target-cpu-percentile=0.5"], {})
