@@ -8,7 +8,8 @@ path `/health-check` (same as `/healthz`, so probes written for upstream keep wo
 event loop wakes a sleeper and exports it as `vpa_event_loop_lag_seconds`; and `UnsuffixedCounter`, a
 counter exposed under its exact name (upstream's Go counters such as
 `vpa_recommender_metric_server_responses` have no `_total`, which prometheus_client would append), with
-`render_metrics`, the exposition that types it `counter`.
+`render_metrics`, the exposition that types it `counter`; and `LoopHistogram`, a labelled histogram cheap
+enough for per-sample observations.
 
 Must not: decide what "healthy" means for a component (components register their own checks) or use the
 global Prometheus registry (the registry is passed in, so tests and several processes stay independent).
@@ -17,8 +18,10 @@ global Prometheus registry (the registry is passed in, so tests and several proc
 from __future__ import annotations
 
 import asyncio
+import bisect
 import gzip
 import io
+import math
 import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator
@@ -28,8 +31,9 @@ import structlog
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Gauge, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
-from prometheus_client.metrics_core import Metric
+from prometheus_client.metrics_core import HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 
 from vpa.model.clock import Clock
 
@@ -90,6 +94,65 @@ class UnsuffixedCounter(Collector):
         for key, child in self._children.items():
             metric.add_sample(self.name, dict(zip(self.labelnames, key, strict=True)), child.value)
         yield metric
+
+
+class _HistogramSeries:
+    """One labelled series: per-bucket counts (not cumulative) and the sum."""
+
+    __slots__ = ("_bounds", "counts", "sum")
+
+    def __init__(self, bounds: list[float]) -> None:
+        self._bounds = bounds
+        self.counts = [0] * len(bounds)
+        self.sum = 0.0
+
+    def observe(self, value: float) -> None:
+        # `le` buckets: a value equal to a bound belongs to that bound's bucket.
+        self.counts[bisect.bisect_left(self._bounds, value)] += 1
+        self.sum += value
+
+
+class LoopHistogram(Collector):
+    """A labelled histogram exposed as client_golang exposes one (`_bucket`, `_count`, and `_sum` even with
+    negative buckets, which prometheus_client's Histogram leaves out). Observing is a bisect and two
+    additions (prometheus_client's takes a lock and walks the buckets); the event loop is the only
+    writer. `labels(*values)` takes the label values in `labelnames` order."""
+
+    def __init__(self, name: str, documentation: str, labelnames: Iterable[str], buckets: Iterable[float], *,
+                 registry: CollectorRegistry | None = None) -> None:
+        self.name = name
+        self.documentation = documentation
+        self.labelnames = tuple(labelnames)
+        self._bounds = [*sorted(buckets), math.inf]
+        self._le = [str(floatToGoString(bound)) for bound in self._bounds]  # type: ignore[no-untyped-call]
+        self._series: dict[tuple[str, ...], _HistogramSeries] = {}
+        if registry is not None:
+            registry.register(self)
+
+    def labels(self, *values: str) -> _HistogramSeries:
+        series = self._series.get(values)
+        if series is None:
+            if len(values) != len(self.labelnames):
+                raise ValueError(f"{self.name}: expected labels {self.labelnames}, got {values}")
+            series = self._series[values] = _HistogramSeries(self._bounds)
+        return series
+
+    def describe(self) -> list[Metric]:
+        return [HistogramMetricFamily(self.name, self.documentation, labels=list(self.labelnames))]
+
+    def collect(self) -> Iterator[Metric]:
+        family = HistogramMetricFamily(self.name, self.documentation, labels=list(self.labelnames))
+        for values, series in self._series.items():
+            labels = dict(zip(self.labelnames, values, strict=True))
+            cumulative = 0
+            for le, count in zip(self._le, series.counts, strict=True):
+                cumulative += count
+                family.add_sample(f"{self.name}_bucket", {**labels, "le": le}, float(cumulative))
+            # Samples added one by one: HistogramMetricFamily.add_metric leaves out `_count` and `_sum`
+            # when a bucket is negative (OpenMetrics); Prometheus' text format and client_golang keep them.
+            family.add_sample(f"{self.name}_count", labels, float(cumulative))
+            family.add_sample(f"{self.name}_sum", labels, series.sum)
+        yield family
 
 
 def render_metrics(registry: Collector) -> bytes:

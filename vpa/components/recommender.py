@@ -34,7 +34,7 @@ from typing import Any, Final, Protocol, TypeVar
 import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from vpa.components.health import HealthState, UnsuffixedCounter
+from vpa.components.health import HealthState, LoopHistogram, UnsuffixedCounter
 from vpa.kube.client import JsonObj, KubeClient
 from vpa.kube.evictionwatching import eviction_event_cache
 from vpa.kube.metricsreading import MetricsRead, PodMetricsReader
@@ -265,47 +265,47 @@ class RecommenderMetrics:
 class QualityMetrics:
     """Upstream's `vpa_quality_*` metrics (spec §3.14, §6.2): every accepted usage sample of a container
     that needs a recommendation against the recommendation last made for it, and every recommendation
-    against the previous one."""
+    against the previous one. Histograms are `LoopHistogram`s: a 50,000-container loop observes
+    hundreds of thousands of values."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
         mode, mode_missing = ["update_mode"], ["update_mode", "recommendation_missing"]
-        self.relative_diffs = Histogram(
+        self.relative_diffs = LoopHistogram(
             "vpa_quality_usage_recommendation_relative_diffs",
             "Diffs between recommendation and usage, normalized by recommendation value",
-            ["update_mode", "resource", "is_oom"], buckets=_RELATIVE_QUALITY_BUCKETS, registry=registry)
+            ["update_mode", "resource", "is_oom"], _RELATIVE_QUALITY_BUCKETS, registry=registry)
         self.missing = UnsuffixedCounter(
             "vpa_quality_usage_sample_missing_recommendation_count",
             "Count of usage samples when a recommendation should be present but is missing",
             ["update_mode", "resource", "is_oom"], registry=registry)
-        self.cpu_over = Histogram(
+        self.cpu_over = LoopHistogram(
             "vpa_quality_cpu_recommendation_over_usage_diffs_cores",
             "Absolute diffs between recommendation and usage for CPU when recommendation > usage",
-            mode_missing, buckets=_CPU_QUALITY_BUCKETS, registry=registry)
-        self.memory_over = Histogram(
+            mode_missing, _CPU_QUALITY_BUCKETS, registry=registry)
+        self.memory_over = LoopHistogram(
             "vpa_quality_mem_recommendation_over_usage_diffs_bytes",
             "Absolute diffs between recommendation and usage for memory when recommendation > usage",
-            [*mode_missing, "is_oom"], buckets=_MEMORY_QUALITY_BUCKETS, registry=registry)
-        self.cpu_lower_equal = Histogram(
+            [*mode_missing, "is_oom"], _MEMORY_QUALITY_BUCKETS, registry=registry)
+        self.cpu_lower_equal = LoopHistogram(
             "vpa_quality_cpu_recommendation_lower_equal_usage_diffs_cores",
             "Absolute diffs between recommendation and usage for CPU when recommendation <= usage",
-            mode_missing, buckets=_CPU_QUALITY_BUCKETS, registry=registry)
-        self.memory_lower_equal = Histogram(
+            mode_missing, _CPU_QUALITY_BUCKETS, registry=registry)
+        self.memory_lower_equal = LoopHistogram(
             "vpa_quality_mem_recommendation_lower_equal_usage_diffs_bytes",
             "Absolute diffs between recommendation and usage for memory when recommendation <= usage",
-            [*mode_missing, "is_oom"], buckets=_MEMORY_QUALITY_BUCKETS, registry=registry)
-        self.cpu_recommendations = Histogram(
+            [*mode_missing, "is_oom"], _MEMORY_QUALITY_BUCKETS, registry=registry)
+        self.cpu_recommendations = LoopHistogram(
             "vpa_quality_cpu_recommendations_cores",
             "CPU recommendation values as observed on recorded usage sample",
-            mode, buckets=_CPU_QUALITY_BUCKETS, registry=registry)
-        self.memory_recommendations = Histogram(
+            mode, _CPU_QUALITY_BUCKETS, registry=registry)
+        self.memory_recommendations = LoopHistogram(
             "vpa_quality_mem_recommendations_bytes",
             "Memory recommendation values as observed on recorded usage sample",
-            [*mode, "is_oom"], buckets=_MEMORY_QUALITY_BUCKETS, registry=registry)
-        self.relative_changes = Histogram(
+            [*mode, "is_oom"], _MEMORY_QUALITY_BUCKETS, registry=registry)
+        self.relative_changes = LoopHistogram(
             "vpa_quality_relative_recommendation_changes",
             "Changes between consecutive recommendation values, normalized by old value",
-            ["update_mode", "resource", "vpa_size_log2"], buckets=_RELATIVE_QUALITY_BUCKETS,
-            registry=registry)
+            ["update_mode", "resource", "vpa_size_log2"], _RELATIVE_QUALITY_BUCKETS, registry=registry)
 
     def observe_sample(self, context: QualityContext, resource: str, usage: int, is_oom: bool) -> None:
         """One accepted sample (`usage` in millicores or bytes), as upstream's `observeQualityMetrics`."""
@@ -321,22 +321,21 @@ class QualityMetrics:
             return
         recommended = amount / 1000.0 if cpu else float(amount)
         if cpu:
-            self.cpu_recommendations.labels(update_mode=mode).observe(recommended)
+            self.cpu_recommendations.labels(mode).observe(recommended)
         else:
-            self.memory_recommendations.labels(update_mode=mode, is_oom=oom).observe(recommended)
+            self.memory_recommendations.labels(mode, oom).observe(recommended)
         self._observe_diff(usage_value, recommended, "false", oom, cpu, mode)
-        self.relative_diffs.labels(update_mode=mode, resource=resource, is_oom=oom).observe(
-            (usage_value - recommended) / recommended)
+        self.relative_diffs.labels(mode, resource, oom).observe((usage_value - recommended) / recommended)
 
     def _observe_diff(self, usage: float, recommended: float, missing: str, oom: str, cpu: bool,
                       mode: str) -> None:
         diff = abs(usage - recommended)
         if cpu:
             histogram = self.cpu_over if recommended > usage else self.cpu_lower_equal
-            histogram.labels(update_mode=mode, recommendation_missing=missing).observe(diff)
+            histogram.labels(mode, missing).observe(diff)
         else:
             histogram = self.memory_over if recommended > usage else self.memory_lower_equal
-            histogram.labels(update_mode=mode, recommendation_missing=missing, is_oom=oom).observe(diff)
+            histogram.labels(mode, missing, oom).observe(diff)
 
     def observe_change(self, change: RecommendationChange) -> None:
         """A new uncapped target against the previous one (nothing on the first one; a previous zero is
@@ -347,11 +346,8 @@ class QualityMetrics:
         size = str(vpa_size_log2(change.pod_count))
         for resource, new, old in ((CPU, change.current.cpu_millicores, change.previous.cpu_millicores),
                                    (MEMORY, change.current.memory_bytes, change.previous.memory_bytes)):
-            if new is None:
-                continue
-            if old:
-                self.relative_changes.labels(update_mode=mode, resource=resource, vpa_size_log2=size).observe(
-                    new / old - 1.0)
+            if new is not None and old:
+                self.relative_changes.labels(mode, resource, size).observe(new / old - 1.0)
 
 
 def _mode_label(mode: UpdateMode | None) -> str:

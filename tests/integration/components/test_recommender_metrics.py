@@ -34,11 +34,17 @@ async def test_quality_metrics_follow_samples_and_recommendations() -> None:
                         recommendation_missing="false", is_oom="false") == (loops - 1) * 50 * 2**20
         assert h.metric("vpa_quality_mem_recommendation_lower_equal_usage_diffs_bytes_count",
                         update_mode="Off", recommendation_missing="false", is_oom="false") == 0
-        # (500m - 587m) / 587m = -0.148: in the (-0.25, -0.1] bucket. (prometheus_client has no _sum for
-        # histograms with negative buckets.)
+        # (500m - 587m) / 587m = -0.148: in the (-0.25, -0.1] bucket, and summed as client_golang sums.
         for le, count in (("-0.25", 0), ("-0.1", loops - 1), ("+Inf", loops - 1)):
             assert h.metric("vpa_quality_usage_recommendation_relative_diffs_bucket", update_mode="Off",
                             resource="cpu", is_oom="false", le=le) == count
+        relative = h.metric("vpa_quality_usage_recommendation_relative_diffs_sum", update_mode="Off",
+                            resource="cpu", is_oom="false")
+        assert abs(relative - (loops - 1) * (0.5 - 0.587) / 0.587) < 1e-9
+        assert h.metric("vpa_quality_mem_recommendations_bytes_bucket", update_mode="Off", is_oom="false",
+                        le="2.56e+08") == 0  # 250Mi (262 MB) is above 256 MB ...
+        assert h.metric("vpa_quality_mem_recommendations_bytes_bucket", update_mode="Off", is_oom="false",
+                        le="5.12e+08") == loops - 1  # ... and below 512 MB (Go's bucket labels)
         # Each loop's recommendation against the previous one: steady usage, no change.
         for resource in ("cpu", "memory"):
             assert h.metric("vpa_quality_relative_recommendation_changes_count", update_mode="Off",
