@@ -44,6 +44,8 @@ NEEDS: dict[str, list[Need]] = {
             for verb in ("get", "list", "watch", "create", "update", "patch", "delete")
         ],
         ("list", "metrics.k8s.io", "pods", None, None),
+        ("list", "", "events", None, None),  # OOMs from Evicted events
+        ("watch", "", "events", None, None),
         *TARGETS,
         *EVENTS,
     ],

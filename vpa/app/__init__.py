@@ -18,7 +18,7 @@ from vpa.app import logs
 from vpa.app.runtime import ComponentSpec, Runtime
 from vpa.components import health, updater, webhook
 from vpa.components.context import ComponentContext
-from vpa.components.recommender import Recommender
+from vpa.components.recommender import RecommenderGroup
 from vpa.model.settings import RunSettings
 
 __all__ = ["ComponentSpec", "Runtime", "build_components", "run"]
@@ -27,9 +27,10 @@ log = structlog.get_logger(__name__)
 
 
 def _build_recommender(ctx: ComponentContext) -> Callable[[], Awaitable[None]]:
-    """The recommender on the runtime's shared client, pod and VPA caches, clock, registry and health."""
+    """The recommenders `--recommender-name` lists (usually one), on the runtime's shared client, pod and VPA
+    caches, clock, registry and health, under the one recommender Lease."""
     settings = ctx.settings
-    recommender = Recommender.from_client(
+    recommender = RecommenderGroup.from_client(
         settings.recommender,
         common=settings.common,
         gates=settings.feature_gates,

@@ -5,7 +5,11 @@ Owns: the aiohttp app on `--address` serving `/metrics` (Prometheus text, gzip w
 `/readyz` (readiness: every registered readiness check passes, e.g. watch caches synced), the upstream
 path `/health-check` (same as `/healthz`, so probes written for upstream keep working), `/livez`, and with
 `--profiling` a `/debug/tasks` dump of asyncio tasks; plus `LoopLagMonitor`, which measures how late the
-event loop wakes a sleeper and exports it as `vpa_event_loop_lag_seconds`.
+event loop wakes a sleeper and exports it as `vpa_event_loop_lag_seconds`; and `UnsuffixedCounter`, a
+counter exposed under its exact name (upstream's Go counters such as
+`vpa_recommender_metric_server_responses` have no `_total`, which prometheus_client would append), with
+`render_metrics`, the exposition that types it `counter`; and `LoopHistogram`, a labelled histogram cheap
+enough for per-sample observations.
 
 Must not: decide what "healthy" means for a component (components register their own checks) or use the
 global Prometheus registry (the registry is passed in, so tests and several processes stay independent).
@@ -14,23 +18,158 @@ global Prometheus registry (the registry is passed in, so tests and several proc
 from __future__ import annotations
 
 import asyncio
+import bisect
 import gzip
 import io
+import math
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import structlog
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Gauge, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.metrics_core import HistogramMetricFamily, Metric
+from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 
 from vpa.model.clock import Clock
 
 log = structlog.get_logger(__name__)
 
 LOOP_LAG_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+
+
+class _UnsuffixedCounterMetric(Metric):
+    """A counter family whose samples carry the family's own name. Typed `gauge` for prometheus_client's
+    exposition (which would rename a `counter`); `render_metrics` writes its TYPE line as `counter`."""
+
+
+class _CounterChild:
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value = 0.0
+
+    def inc(self, amount: float = 1.0) -> None:
+        if amount < 0:
+            raise ValueError("counters can only be incremented by non-negative amounts")
+        self.value += amount
+
+
+class UnsuffixedCounter(Collector):
+    """A labelled counter exposed as `name{…} value`, as client_golang exposes a counter named without
+    `_total`. Same use as prometheus_client's: `counter.labels(a="x").inc()`. Event-loop use only."""
+
+    def __init__(self, name: str, documentation: str, labelnames: Iterable[str] = (), *,
+                 registry: CollectorRegistry | None = None) -> None:
+        self.name = name
+        self.documentation = documentation
+        self.labelnames = tuple(labelnames)
+        self._children: dict[tuple[str, ...], _CounterChild] = {}
+        if not self.labelnames:
+            self._children[()] = _CounterChild()
+        if registry is not None:
+            registry.register(self)
+
+    def labels(self, **labels: str) -> _CounterChild:
+        if set(labels) != set(self.labelnames):
+            raise ValueError(f"{self.name}: expected labels {self.labelnames}, got {tuple(labels)}")
+        key = tuple(str(labels[name]) for name in self.labelnames)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = _CounterChild()
+        return child
+
+    def inc(self, amount: float = 1.0) -> None:
+        self.labels().inc(amount)
+
+    def describe(self) -> list[Metric]:
+        return [_UnsuffixedCounterMetric(self.name, self.documentation, "gauge")]
+
+    def collect(self) -> Iterator[Metric]:
+        metric = _UnsuffixedCounterMetric(self.name, self.documentation, "gauge")
+        for key, child in self._children.items():
+            metric.add_sample(self.name, dict(zip(self.labelnames, key, strict=True)), child.value)
+        yield metric
+
+
+class _HistogramSeries:
+    """One labelled series: per-bucket counts (not cumulative) and the sum."""
+
+    __slots__ = ("_bounds", "counts", "sum")
+
+    def __init__(self, bounds: list[float]) -> None:
+        self._bounds = bounds
+        self.counts = [0] * len(bounds)
+        self.sum = 0.0
+
+    def observe(self, value: float) -> None:
+        # `le` buckets: a value equal to a bound belongs to that bound's bucket.
+        self.counts[bisect.bisect_left(self._bounds, value)] += 1
+        self.sum += value
+
+
+class LoopHistogram(Collector):
+    """A labelled histogram exposed as client_golang exposes one (`_bucket`, `_count`, and `_sum` even with
+    negative buckets, which prometheus_client's Histogram leaves out). Observing is a bisect and two
+    additions (prometheus_client's takes a lock and walks the buckets); the event loop is the only
+    writer. `labels(*values)` takes the label values in `labelnames` order."""
+
+    def __init__(self, name: str, documentation: str, labelnames: Iterable[str], buckets: Iterable[float], *,
+                 registry: CollectorRegistry | None = None) -> None:
+        self.name = name
+        self.documentation = documentation
+        self.labelnames = tuple(labelnames)
+        self._bounds = [*sorted(buckets), math.inf]
+        self._le = [str(floatToGoString(bound)) for bound in self._bounds]  # type: ignore[no-untyped-call]
+        self._series: dict[tuple[str, ...], _HistogramSeries] = {}
+        if registry is not None:
+            registry.register(self)
+
+    def labels(self, *values: str) -> _HistogramSeries:
+        series = self._series.get(values)
+        if series is None:
+            if len(values) != len(self.labelnames):
+                raise ValueError(f"{self.name}: expected labels {self.labelnames}, got {values}")
+            series = self._series[values] = _HistogramSeries(self._bounds)
+        return series
+
+    def describe(self) -> list[Metric]:
+        return [HistogramMetricFamily(self.name, self.documentation, labels=list(self.labelnames))]
+
+    def collect(self) -> Iterator[Metric]:
+        family = HistogramMetricFamily(self.name, self.documentation, labels=list(self.labelnames))
+        for values, series in self._series.items():
+            labels = dict(zip(self.labelnames, values, strict=True))
+            cumulative = 0
+            for le, count in zip(self._le, series.counts, strict=True):
+                cumulative += count
+                family.add_sample(f"{self.name}_bucket", {**labels, "le": le}, float(cumulative))
+            # Samples added one by one: HistogramMetricFamily.add_metric leaves out `_count` and `_sum`
+            # when a bucket is negative (OpenMetrics); Prometheus' text format and client_golang keep them.
+            family.add_sample(f"{self.name}_count", labels, float(cumulative))
+            family.add_sample(f"{self.name}_sum", labels, series.sum)
+        yield family
+
+
+def render_metrics(registry: Collector) -> bytes:
+    """Prometheus text exposition of `registry`, with `UnsuffixedCounter`s typed `counter`."""
+    counters: list[str] = []
+
+    class _Recording(Collector):
+        def collect(self) -> Iterator[Metric]:
+            for metric in registry.collect():
+                if isinstance(metric, _UnsuffixedCounterMetric):
+                    counters.append(metric.name)
+                yield metric
+
+    payload = generate_latest(_Recording())
+    for name in counters:
+        payload = payload.replace(f"# TYPE {name} gauge\n".encode(), f"# TYPE {name} counter\n".encode(), 1)
+    return payload
 
 
 @dataclass
@@ -126,7 +265,7 @@ def build_app(state: HealthState, registry: CollectorRegistry, *, profiling: boo
     """The aiohttp application; `serve()` runs it, tests can use it with aiohttp's test client."""
 
     async def metrics(request: web.Request) -> web.Response:
-        payload = generate_latest(registry)
+        payload = render_metrics(registry)
         headers = {"Content-Type": CONTENT_TYPE_LATEST}
         if "gzip" in request.headers.get("Accept-Encoding", ""):
             payload = gzip.compress(payload)

@@ -1,17 +1,19 @@
 """The live recommender loop: cluster in, VPA status and checkpoints out (upstream's `RunOnce`).
 
 Owns: `Recommender` — restoring history from checkpoints before the first loop (from Prometheus with
-`--storage=prometheus`, see `recommender_history`); each `run_once()`:
-LoadVPAs (the VPAs this `--recommender-name` handles, targets resolved to selectors, ConfigUnsupported
+`--storage=prometheus`, see `recommender_history`); each loop:
+LoadVPAs (the VPAs this recommender's name handles, targets resolved to selectors, ConfigUnsupported
 when a target is missing or not the top-most controller), LoadPods (non-Pending pods from the shared pod
 cache, only VPA-matched ones with `--memory-saver`), LoadMetrics (one `metrics.k8s.io` PodMetrics LIST,
-then the OOMs the pod cache's updates revealed), DeleteRemovedPods, UpdateVPAs (recommendations, status
-conditions as upstream sets them, a merge patch on `/status` only when the status changed, at most
-`--update-worker-count` writes in flight), MaintainCheckpoints (oldest-written VPA first, until
-`--checkpoints-timeout` after the loop started but at least one VPA per worker; orphaned checkpoints
-collected every `--checkpoints-gc-interval`) and GarbageCollect (aggregates, hourly); `run_forever()`
-on the `--recommender-interval` ticker with health activity; the upstream `vpa_recommender_*` metrics;
-and the pure helpers this needs (`next_conditions`, `ooms_from_pod_update`).
+then the OOMs the pod cache's updates and the `Evicted` events revealed), DeleteRemovedPods, UpdateVPAs
+(recommendations, status conditions as upstream sets them, a merge patch on `/status` only when the status
+changed, at most `--update-worker-count` writes in flight), MaintainCheckpoints (oldest-written VPA first,
+until `--checkpoints-timeout` after the loop started but at least one VPA per worker; orphaned checkpoints
+collected every `--checkpoints-gc-interval`) and GarbageCollect (aggregates, hourly);
+`RecommenderGroup` — the recommenders `--recommender-name=a,b` hosts in one process, run step by step by
+`run_loop` on one shared metrics read, one set of collectors and one Lease; `run_forever()` on the
+`--recommender-interval` ticker with health activity; the upstream `vpa_recommender_*` metrics;
+and the pure helpers this needs (`next_conditions`, `ooms_from_pod_update`, `owner_name`).
 
 CPU work (pod intake, samples, estimation) yields to the event loop every `chunk_budget_s` (10 ms),
 because the webhook shares the loop.
@@ -25,31 +27,49 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections import OrderedDict, deque
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol, TypeVar
 
 import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from vpa.components.health import HealthState
+from vpa.components.health import HealthState, LoopHistogram, UnsuffixedCounter
 from vpa.components.recommender_history import HistorySource, PrometheusClientMetrics, load_history
 from vpa.kube.client import JsonObj, KubeClient
+from vpa.kube.evictionwatching import eviction_event_cache
 from vpa.kube.historyreading import PrometheusHistoryReader
 from vpa.kube.metricsreading import MetricsRead, PodMetricsReader
 from vpa.kube.statuswriting import CheckpointStore, VpaStatusWriter
 from vpa.kube.targets import Resolution, TargetResolver
 from vpa.logic.aggregation import OomRejected
 from vpa.logic.checkpointing import CheckpointError, checkpoint_name, checkpoint_status
-from vpa.logic.recommender_cluster import ContainerId, PodId, UnknownContainerError
+from vpa.logic.evictions import ooms_from_eviction_event
+from vpa.logic.recommender_cluster import (
+    ContainerId,
+    PodId,
+    QualityContext,
+    RecommendationChange,
+    UnknownContainerError,
+)
 from vpa.logic.recommending import RecommenderConfig, RecommenderCore, compute_recommendation
 from vpa.model.clock import Clock
+from vpa.model.event import EventView
 from vpa.model.features import FeatureGates
 from vpa.model.pod import PodView
+from vpa.model.resources import CPU, MEMORY
 from vpa.model.selector import Selector
 from vpa.model.settings import CommonSettings, RecommenderSettings
-from vpa.model.vpa import Condition, ConditionType, TargetRef, VpaStatus, VpaView
+from vpa.model.vpa import (
+    DEFAULT_RECOMMENDER_NAME,
+    Condition,
+    ConditionType,
+    TargetRef,
+    UpdateMode,
+    VpaStatus,
+    VpaView,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -58,12 +78,25 @@ COMPONENT: Final = "recommender"
 STEPS: Final = ("LoadVPAs", "LoadPods", "LoadMetrics", "DeleteRemovedPods", "UpdateVPAs",
                 "MaintainCheckpoints", "GarbageCollect", "total")
 OOM_QUEUE_SIZE: Final = 5000  # upstream's OOM channel capacity
+SEEN_EVENTS_SIZE: Final = 10000  # eviction events remembered for de-duplication
 NO_PODS_MATCHED_REASON: Final = "NoPodsMatched"
 NO_PODS_MATCHED_MESSAGE: Final = "No pods match this VPA object"
 _EXECUTION_BUCKETS: Final = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0,
                              300.0)
 _RECOMMENDATION_LATENCY_BUCKETS: Final = (1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0, 900.0,
                                           1200.0, 1800.0)
+# Upstream's quality buckets: CPU 0.01 … 655.36 cores and memory 1 MB … 65.5 GB (17 exponential buckets,
+# factor 2), and relative differences from -100 % to ×100.
+_CPU_QUALITY_BUCKETS: Final = tuple(0.01 * 2.0**i for i in range(17))
+_MEMORY_QUALITY_BUCKETS: Final = tuple(1e6 * 2.0**i for i in range(17))
+_RELATIVE_QUALITY_BUCKETS: Final = (
+    -1.0, -0.75, -0.5, -0.25, -0.1, -0.05, -0.025, -0.01, -0.005, -0.0025, -0.001,
+    0.0, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0,
+    100.0,
+)
+# `vpa_resources_get_resources_count{source}`: where a container's requests were read.
+SOURCE_CONTAINER_STATUSES: Final = "Pod.Status.ContainerStatuses"
+SOURCE_SPEC_CONTAINERS: Final = "Pod.Spec.Containers"
 
 
 # --------------------------------------------------------------------------------------- I/O seams
@@ -75,6 +108,12 @@ class ObjectSource(Protocol[T]):
     def list(self) -> list[T]: ...
 
     def on_update(self, handler: Callable[[T, T], None]) -> None: ...
+
+
+class EventSource(Protocol):
+    """What the loop reads of the `Evicted` events cache (`vpa.kube.evictionwatching` builds one)."""
+
+    def on_add(self, handler: Callable[[EventView], None]) -> None: ...
 
 
 class MetricsSource(Protocol):
@@ -143,6 +182,16 @@ def next_conditions(previous: Iterable[Condition], *, unsupported: str | None, p
     return tuple(conditions[key] for key in sorted(conditions))
 
 
+def owner_name(vpa: VpaView, hosted: Sequence[str]) -> str | None:
+    """Which of the recommenders `hosted` in this process handles `vpa` (spec §3.4 per name): the first
+    name in its `spec.recommenders` that is hosted, `default` for a VPA naming none; None if no hosted
+    recommender is selected (that VPA is left alone)."""
+    for name in vpa.recommenders or (DEFAULT_RECOMMENDER_NAME,):
+        if name in hosted:
+            return name
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class OomKill:
     container_id: ContainerId
@@ -198,11 +247,10 @@ class RecommenderMetrics:
         self.aggregate_states = Gauge(
             "vpa_recommender_aggregate_container_states_count",
             "Number of aggregate container states being tracked by the recommender", registry=registry)
-        # A gauge that only goes up: upstream's counter name has no `_total`, which prometheus_client would
-        # append to a Counter; dashboards use rate()/increase() on it either way.
-        self.metric_server_responses = Gauge(
+        # Upstream's counter name has no `_total`, which prometheus_client's Counter would append.
+        self.metric_server_responses = UnsuffixedCounter(
             "vpa_recommender_metric_server_responses",
-            "Count of responses to queries to metrics server (monotonic).", ["is_error", "client_name"],
+            "Count of responses to queries to metrics server", ["is_error", "client_name"],
             registry=registry)
         self.skipped = Counter(
             "vpa_recommender_skipped_inputs",
@@ -211,6 +259,108 @@ class RecommenderMetrics:
         self.write_errors = Counter(
             "vpa_recommender_write_errors", "Failed writes of VPA status or checkpoints.", ["what"],
             registry=registry)
+        self.get_resources = UnsuffixedCounter(
+            "vpa_resources_get_resources_count", "Count of get resources calls by source", ["source"],
+            registry=registry)
+        self.quality = QualityMetrics(registry)
+
+
+class QualityMetrics:
+    """Upstream's `vpa_quality_*` metrics (spec §3.14, §6.2): every accepted usage sample of a container
+    that needs a recommendation against the recommendation last made for it, and every recommendation
+    against the previous one. Histograms are `LoopHistogram`s: a 50,000-container loop observes
+    hundreds of thousands of values."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        mode, mode_missing = ["update_mode"], ["update_mode", "recommendation_missing"]
+        self.relative_diffs = LoopHistogram(
+            "vpa_quality_usage_recommendation_relative_diffs",
+            "Diffs between recommendation and usage, normalized by recommendation value",
+            ["update_mode", "resource", "is_oom"], _RELATIVE_QUALITY_BUCKETS, registry=registry)
+        self.missing = UnsuffixedCounter(
+            "vpa_quality_usage_sample_missing_recommendation_count",
+            "Count of usage samples when a recommendation should be present but is missing",
+            ["update_mode", "resource", "is_oom"], registry=registry)
+        self.cpu_over = LoopHistogram(
+            "vpa_quality_cpu_recommendation_over_usage_diffs_cores",
+            "Absolute diffs between recommendation and usage for CPU when recommendation > usage",
+            mode_missing, _CPU_QUALITY_BUCKETS, registry=registry)
+        self.memory_over = LoopHistogram(
+            "vpa_quality_mem_recommendation_over_usage_diffs_bytes",
+            "Absolute diffs between recommendation and usage for memory when recommendation > usage",
+            [*mode_missing, "is_oom"], _MEMORY_QUALITY_BUCKETS, registry=registry)
+        self.cpu_lower_equal = LoopHistogram(
+            "vpa_quality_cpu_recommendation_lower_equal_usage_diffs_cores",
+            "Absolute diffs between recommendation and usage for CPU when recommendation <= usage",
+            mode_missing, _CPU_QUALITY_BUCKETS, registry=registry)
+        self.memory_lower_equal = LoopHistogram(
+            "vpa_quality_mem_recommendation_lower_equal_usage_diffs_bytes",
+            "Absolute diffs between recommendation and usage for memory when recommendation <= usage",
+            [*mode_missing, "is_oom"], _MEMORY_QUALITY_BUCKETS, registry=registry)
+        self.cpu_recommendations = LoopHistogram(
+            "vpa_quality_cpu_recommendations_cores",
+            "CPU recommendation values as observed on recorded usage sample",
+            mode, _CPU_QUALITY_BUCKETS, registry=registry)
+        self.memory_recommendations = LoopHistogram(
+            "vpa_quality_mem_recommendations_bytes",
+            "Memory recommendation values as observed on recorded usage sample",
+            [*mode, "is_oom"], _MEMORY_QUALITY_BUCKETS, registry=registry)
+        self.relative_changes = LoopHistogram(
+            "vpa_quality_relative_recommendation_changes",
+            "Changes between consecutive recommendation values, normalized by old value",
+            ["update_mode", "resource", "vpa_size_log2"], _RELATIVE_QUALITY_BUCKETS, registry=registry)
+
+    def observe_sample(self, context: QualityContext, resource: str, usage: int, is_oom: bool) -> None:
+        """One accepted sample (`usage` in millicores or bytes), as upstream's `observeQualityMetrics`."""
+        mode = _mode_label(context.update_mode)
+        oom = "true" if is_oom else "false"
+        cpu = resource == CPU
+        usage_value = usage / 1000.0 if cpu else float(usage)
+        last = context.last_recommendation
+        amount = None if last is None else (last.cpu_millicores if cpu else last.memory_bytes)
+        if not amount:  # no recommendation yet, or zero for this resource
+            self.missing.labels(update_mode=mode, resource=resource, is_oom=oom).inc()
+            self._observe_diff(usage_value, 0.0, "true", oom, cpu, mode)
+            return
+        recommended = amount / 1000.0 if cpu else float(amount)
+        if cpu:
+            self.cpu_recommendations.labels(mode).observe(recommended)
+        else:
+            self.memory_recommendations.labels(mode, oom).observe(recommended)
+        self._observe_diff(usage_value, recommended, "false", oom, cpu, mode)
+        self.relative_diffs.labels(mode, resource, oom).observe((usage_value - recommended) / recommended)
+
+    def _observe_diff(self, usage: float, recommended: float, missing: str, oom: str, cpu: bool,
+                      mode: str) -> None:
+        diff = abs(usage - recommended)
+        if cpu:
+            histogram = self.cpu_over if recommended > usage else self.cpu_lower_equal
+            histogram.labels(mode, missing).observe(diff)
+        else:
+            histogram = self.memory_over if recommended > usage else self.memory_lower_equal
+            histogram.labels(mode, missing, oom).observe(diff)
+
+    def observe_change(self, change: RecommendationChange) -> None:
+        """A new uncapped target against the previous one (nothing on the first one; a previous zero is
+        skipped), labelled with the VPA's size class."""
+        if change.previous is None:
+            return
+        mode = _mode_label(change.update_mode)
+        size = str(vpa_size_log2(change.pod_count))
+        for resource, new, old in ((CPU, change.current.cpu_millicores, change.previous.cpu_millicores),
+                                   (MEMORY, change.current.memory_bytes, change.previous.memory_bytes)):
+            if new is not None and old:
+                self.relative_changes.labels(mode, resource, size).observe(new / old - 1.0)
+
+
+def _mode_label(mode: UpdateMode | None) -> str:
+    return "" if mode is None else mode.value
+
+
+def vpa_size_log2(pods: int) -> int:
+    """Upstream's `vpa_size_log2` label: floor(log2(pods)), 0 for 0 or 1 pod, capped at 20 (as the
+    updater's; components do not import each other)."""
+    return min(20, max(0, pods.bit_length() - 1))
 
 
 # ------------------------------------------------------------------------------------------ the loop
@@ -284,6 +434,8 @@ class LoopReport:
     checkpoints_collected: int = 0
     aggregates_collected: int = 0
     step_seconds: dict[str, float] = field(default_factory=dict)
+    vpa_object_counts: dict[tuple[str, str, str, str], int] = field(default_factory=dict)
+    """(update mode, has recommendation, matches pods, unsupported config) → VPAs, for the gauge."""
 
 
 @dataclass(slots=True)
@@ -314,6 +466,11 @@ class Recommender:
         per_vpa_config: bool = False,
         chunk_budget_s: float = 0.01,
         history: HistorySource | None = None,
+        history_metrics: PrometheusClientMetrics | None = None,
+        metrics: RecommenderMetrics | None = None,
+        hosted_names: Sequence[str] = (),
+        collects_checkpoints: bool = True,
+        events: EventSource | None = None,
     ) -> None:
         self.settings = settings
         self._pods = pods
@@ -323,10 +480,15 @@ class Recommender:
         self._resolver = resolver
         self._status_writer = status_writer
         self._checkpoints = checkpoints
+        # Recommenders hosted together share one set of collectors (a registry refuses duplicates).
         registry = registry if registry is not None else CollectorRegistry()
-        self.metrics = RecommenderMetrics(registry)
-        self.history_metrics = PrometheusClientMetrics(registry)
+        self.metrics = metrics if metrics is not None else RecommenderMetrics(registry)
+        self.history_metrics = (history_metrics if history_metrics is not None
+                                else PrometheusClientMetrics(registry))
         self._history = history
+        self._hosted = tuple(hosted_names) or (settings.recommender_name,)
+        # Orphaned checkpoints are collected by one recommender of a group: collection looks at every VPA.
+        self.collects_checkpoints = collects_checkpoints
         self._health = health
         self._namespace = namespace
         self._ignored = frozenset(ns for ns in ignored_namespaces if ns)
@@ -334,8 +496,11 @@ class Recommender:
         self._chunk_budget_s = chunk_budget_s
         self._ooms: deque[OomKill] = deque(maxlen=OOM_QUEUE_SIZE)
         self._last_oom: dict[PodId, dict[str, float]] = {}
+        self._seen_events: OrderedDict[str, None] = OrderedDict()
         self.reset()
         pods.on_update(self._on_pod_update)
+        if events is not None:
+            events.on_add(self._on_eviction_event)
 
     @classmethod
     def from_client(
@@ -350,8 +515,10 @@ class Recommender:
         clock: Clock,
         registry: CollectorRegistry,
         health: HealthState | None = None,
+        events: EventSource | None = None,
     ) -> Recommender:
-        """The production wiring: the kube adapters on the process's shared client."""
+        """The production wiring: the kube adapters on the process's shared client. `events`, if given, is
+        an `Evicted` events cache the caller runs."""
         namespace = common.vpa_object_namespace or None
         return cls(
             settings, pods=pods, vpas=vpas, clock=clock,
@@ -363,6 +530,7 @@ class Recommender:
             ignored_namespaces=common.ignored_vpa_object_namespaces, per_vpa_config=gates.per_vpa_config,
             history=(PrometheusHistoryReader(settings.prometheus, namespace=common.vpa_object_namespace)
                      if settings.storage == "prometheus" else None),
+            events=events,
         )
 
     def reset(self) -> None:
@@ -380,8 +548,9 @@ class Recommender:
     # ---------------------------------------------------------------------------------- selection
 
     def handles(self, vpa: VpaView) -> bool:
-        """Spec §3.4: the recommender name, then the namespace filters."""
-        if not vpa.handled_by(self.settings.recommender_name):
+        """Spec §3.4: the recommender name, then the namespace filters. Among recommenders hosted in one
+        process a VPA belongs to exactly one: the first hosted name it selects (admission allows one)."""
+        if owner_name(vpa, self._hosted) != self.settings.recommender_name:
             return False
         if self._namespace and vpa.namespace != self._namespace:
             return False
@@ -401,35 +570,24 @@ class Recommender:
             seen[kill.container_id.container_name] = kill.timestamp
             self._ooms.append(kill)
 
+    def _on_eviction_event(self, event: EventView) -> None:
+        """OOMs from a memory-pressure eviction (spec §3.2), once per event uid."""
+        key = event.uid or f"{event.namespace}/{event.name}"
+        if key in self._seen_events:
+            return
+        self._seen_events[key] = None
+        if len(self._seen_events) > SEEN_EVENTS_SIZE:
+            self._seen_events.popitem(last=False)
+        for oom in ooms_from_eviction_event(event):
+            self._ooms.append(OomKill(oom.container_id, oom.timestamp, oom.memory_bytes))
+
     # ------------------------------------------------------------------------------------ running
 
     async def run_forever(self) -> None:
         """Restore from checkpoints, then `run_once` on every tick of `--recommender-interval` (the first
         one an interval after start, as upstream's ticker). Health activity is reported per loop."""
-        interval = self.settings.recommender_interval_s
-        self.reset()
-        if self._health is not None:
-            self._health.add_activity(COMPONENT, 5 * interval)
-        try:
-            await self.restore()
-            next_tick = self._clock.monotonic() + interval
-            while True:
-                await self._clock.sleep(max(0.0, next_tick - self._clock.monotonic()))
-                try:
-                    await self.run_once()
-                except Exception:
-                    log.exception("recommender_loop_failed")
-                else:
-                    if self._health is not None:
-                        self._health.record_activity(COMPONENT)
-                now = self._clock.monotonic()
-                next_tick += interval
-                if next_tick <= now:  # overran: skip the missed ticks, as a Go ticker drops them
-                    next_tick += math.ceil((now - next_tick) / interval) * interval
-        finally:
-            if self._health is not None:
-                # Not leading any more: no activity expected until the next term starts.
-                self._health.add_activity(COMPONENT, 5 * interval)
+        await _tick_forever(self._clock, self.settings.recommender_interval_s, self._health,
+                            self.reset, self.restore, self.run_once)
 
     async def restore(self) -> RestoreReport:
         """Load VPAs, then every checkpoint of a handled VPA into its initial state. A malformed
@@ -477,39 +635,19 @@ class Recommender:
     async def run_once(self) -> LoopReport:
         """One loop. Each step's failure is logged and the loop goes on; nothing here raises for API
         errors."""
-        report = LoopReport()
-        started = time.perf_counter()
-        deadline = self._clock.monotonic() + self.settings.checkpoints_timeout_s
-        steps: list[tuple[str, Callable[[], Awaitable[None]]]] = []
-        now = self._clock.now()
-        steps.append(("LoadVPAs", lambda: self._load_vpas(report, now)))
-        live_pods: set[PodId] = set()
-        steps.append(("LoadPods", lambda: self._load_pods(report, now, live_pods)))
-        steps.append(("LoadMetrics", lambda: self._load_metrics(report)))
-        steps.append(("DeleteRemovedPods", lambda: self._delete_removed_pods(live_pods)))
-        steps.append(("UpdateVPAs", lambda: self._update_vpas(report, now)))
-        if self.settings.storage != "prometheus":  # upstream keeps no checkpoints with Prometheus history
-            steps.append(("MaintainCheckpoints", lambda: self._maintain_checkpoints(report, now, deadline)))
-        steps.append(("GarbageCollect", lambda: self._garbage_collect(report, now)))
-        for step, run in steps:
-            step_started = time.perf_counter()
-            try:
-                await run()
-            except Exception:
-                log.exception("recommender_step_failed", step=step)
-            elapsed = time.perf_counter() - step_started
-            report.step_seconds[step] = elapsed
-            self.metrics.execution_latency.labels(step=step).observe(elapsed)
-        total = time.perf_counter() - started
-        report.step_seconds["total"] = total
-        self.metrics.execution_latency.labels(step="total").observe(total)
-        self.metrics.aggregate_states.set(len(self.core.cluster.aggregates))
-        self.loops += 1
-        self.last_report = report
-        log.info("recommender_loop_done", vpas=report.vpas, pods=report.pods, samples=report.samples,
-                 status_writes=report.status_writes, checkpoints=report.checkpoints_written,
-                 seconds=round(total, 3))
-        return report
+        return (await run_loop([self]))[0]
+
+    def _steps(self, report: LoopReport, now: float, deadline: float,
+               live_pods: set[PodId]) -> dict[str, Callable[[], Awaitable[None]]]:
+        """This recommender's part of each step but LoadMetrics (whose read `run_loop` shares)."""
+        return {
+            "LoadVPAs": lambda: self._load_vpas(report, now),
+            "LoadPods": lambda: self._load_pods(report, now, live_pods),
+            "DeleteRemovedPods": lambda: self._delete_removed_pods(live_pods),
+            "UpdateVPAs": lambda: self._update_vpas(report, now),
+            "MaintainCheckpoints": lambda: self._maintain_checkpoints(report, now, deadline),
+            "GarbageCollect": lambda: self._garbage_collect(report, now),
+        }
 
     # -------------------------------------------------------------------------------------- steps
 
@@ -551,6 +689,7 @@ class Recommender:
         applied = self._applied_pods
         selectors = self._selectors_by_namespace() if self.settings.memory_saver else None
         pacer = _Pacer(self._chunk_budget_s)
+        from_status = from_spec = 0
         for pod in self._pods.list():
             if pod.phase in ("", "Pending"):
                 continue
@@ -559,6 +698,13 @@ class Recommender:
                 continue
             pod_id = PodId(pod.namespace, pod.name)
             live.add(pod_id)
+            # Upstream reads every tracked container's requests each loop and counts where they came from.
+            for container in pod.containers:
+                status = pod.container_status(container.name)
+                if status is not None and status.actual_requests is not None:
+                    from_status += 1
+                else:
+                    from_spec += 1
             if applied.get(pod_id) is pod:
                 continue  # unchanged since the last loop: the watch cache hands out a new view on change
             cluster.add_or_update_pod(pod_id, pod.labels, pod.phase, now)
@@ -569,34 +715,34 @@ class Recommender:
             if pacer.due():
                 await pacer.pause()
         report.pods = len(live)
+        if from_status:
+            self.metrics.get_resources.labels(source=SOURCE_CONTAINER_STATUSES).inc(from_status)
+        if from_spec:
+            self.metrics.get_resources.labels(source=SOURCE_SPEC_CONTAINERS).inc(from_spec)
 
-    async def _load_metrics(self, report: LoopReport) -> None:
+    async def _apply_metrics(self, report: LoopReport, read: MetricsRead) -> None:
+        """Samples from one (shared) PodMetrics read for the containers this recommender tracks, then the
+        OOMs observed since the last loop."""
         cluster = self.core.cluster
-        name = self._metrics_source.client_name
-        try:
-            read = await self._metrics_source.read()
-        except Exception as err:
-            # Keep what we know; the next loop asks again.
-            report.metrics_error = str(err)
-            self.metrics.metric_server_responses.labels(is_error="true", client_name=name).inc()
-            log.error("recommender_metrics_unavailable", error=str(err))
-            read = MetricsRead([])
-        else:
-            self.metrics.metric_server_responses.labels(is_error="false", client_name=name).inc()
-        if read.malformed:
-            self.metrics.skipped.labels(what="malformed_pod_metrics").inc(read.malformed)
+        quality = self.metrics.quality
         pacer = _Pacer(self._chunk_budget_s)
         for usage in read.pods:
             pod_id = PodId(usage.namespace, usage.name)
             for container in usage.containers:
                 container_id = ContainerId(pod_id, container.name)
                 try:
-                    if container.cpu_millicores is not None and cluster.add_cpu_sample(
-                            container_id, container.cpu_millicores, usage.timestamp):
-                        report.samples += 1
-                    if container.memory_bytes is not None and cluster.add_memory_sample(
-                            container_id, container.memory_bytes, usage.timestamp):
-                        report.samples += 1
+                    cpu, memory = container.cpu_millicores, container.memory_bytes
+                    cpu_added = cpu is not None and cluster.add_cpu_sample(container_id, cpu, usage.timestamp)
+                    memory_added = memory is not None and cluster.add_memory_sample(
+                        container_id, memory, usage.timestamp)
+                    if cpu_added or memory_added:
+                        report.samples += cpu_added + memory_added
+                        context = cluster.quality_context(container_id, usage.timestamp)
+                        if context is not None:
+                            if cpu_added and cpu is not None:
+                                quality.observe_sample(context, CPU, cpu, False)
+                            if memory_added and memory is not None:
+                                quality.observe_sample(context, MEMORY, memory, False)
                 except UnknownContainerError:
                     report.samples_skipped += 1  # not tracked: Pending, init container, memory saver
             if pacer.due():
@@ -604,8 +750,11 @@ class Recommender:
         while self._ooms:
             kill = self._ooms.popleft()
             try:
-                cluster.record_oom(kill.container_id, kill.timestamp, kill.memory_bytes)
+                bumped = cluster.record_oom(kill.container_id, kill.timestamp, kill.memory_bytes)
                 report.ooms += 1
+                context = cluster.quality_context(kill.container_id, kill.timestamp)
+                if context is not None:
+                    quality.observe_sample(context, MEMORY, bumped, True)
             except (UnknownContainerError, OomRejected) as err:
                 self.metrics.skipped.labels(what="oom").inc()
                 log.info("recommender_oom_skipped", container=str(kill.container_id), error=str(err))
@@ -622,6 +771,8 @@ class Recommender:
         cluster = self.core.cluster
         core = self.core
         counts: dict[tuple[str, str, str, str], int] = {}
+        report.vpa_object_counts = counts  # partial counts survive a failure half-way
+        quality = self.metrics.quality
         pacer = _Pacer(self._chunk_budget_s)
 
         async def produce(put: Callable[[tuple[tuple[str, str], VpaStatus]], Awaitable[None]]) -> None:
@@ -631,6 +782,9 @@ class Recommender:
                     recommendation = compute_recommendation(view, cluster.merged_states(*key),
                                                             core.recommender, core.config)
                     pods_matched = cluster.matching_pod_count(*key) > 0
+                    for change in cluster.update_last_recommendation(
+                            *key, {c.container_name: c.uncapped_target for c in recommendation.containers}):
+                        quality.observe_change(change)
                 except Exception:
                     log.exception("recommender_vpa_failed", vpa=view.key)
                     continue
@@ -669,10 +823,7 @@ class Recommender:
                 log.warning("recommender_status_write_failed", vpa=f"{key[0]}/{key[1]}", error=str(err))
 
         await _produce_and_write(produce, write, self.settings.update_worker_count)
-        self.metrics.vpa_objects.clear()
-        for (mode_label, has_rec, matches, unsupported), n in counts.items():
-            self.metrics.vpa_objects.labels(update_mode=mode_label, has_recommendation=has_rec, api="v1",
-                                            matches_pods=matches, unsupported_config=unsupported).set(n)
+        report.vpa_object_counts = counts
 
     async def _maintain_checkpoints(self, report: LoopReport, now: float, deadline: float) -> None:
         """Oldest-written VPAs first, until the deadline but at least one VPA per worker (spec §3.11).
@@ -721,7 +872,8 @@ class Recommender:
         await _produce_and_write(produce, write, workers)
         if self._last_checkpoint_gc is None:
             self._last_checkpoint_gc = now  # upstream: the first collection comes one interval after start
-        elif now - self._last_checkpoint_gc >= self.settings.checkpoints_gc_interval_s:
+        elif (self.collects_checkpoints
+              and now - self._last_checkpoint_gc >= self.settings.checkpoints_gc_interval_s):
             self._last_checkpoint_gc = now
             report.checkpoints_collected = await self._collect_checkpoints()
 
@@ -765,4 +917,199 @@ class Recommender:
                 if pod is not None and any(s.matches(pod.labels) for s in matching):
                     with_controller.append(pod_id)
         report.aggregates_collected = len(cluster.maybe_garbage_collect(now, with_controller))
-        self._resolver.forget_unused()
+        self._resolver.forget_unused()  # time-based: harmless when a shared resolver hears it twice
+
+
+# ---------------------------------------------------------------------------- loops over recommenders
+
+
+async def _fetch_metrics(source: MetricsSource, metrics: RecommenderMetrics,
+                         reports: Sequence[LoopReport]) -> MetricsRead:
+    """The loop's one PodMetrics read, counted once however many recommenders use it."""
+    name = source.client_name
+    try:
+        read = await source.read()
+    except Exception as err:
+        # Keep what we know; the next loop asks again.
+        for report in reports:
+            report.metrics_error = str(err)
+        metrics.metric_server_responses.labels(is_error="true", client_name=name).inc()
+        log.error("recommender_metrics_unavailable", error=str(err))
+        return MetricsRead([])
+    metrics.metric_server_responses.labels(is_error="false", client_name=name).inc()
+    if read.malformed:
+        metrics.skipped.labels(what="malformed_pod_metrics").inc(read.malformed)
+    return read
+
+
+async def run_loop(recommenders: Sequence[Recommender]) -> list[LoopReport]:
+    """One loop of every recommender hosted together, step by step (each step for all of them before the
+    next), so that the shared inputs are read once: one PodMetrics LIST feeds every recommender, and each
+    step is timed once in `vpa_recommender_execution_latency_seconds`. The first recommender's clock,
+    metrics source and collectors serve the whole set (a group builds them shared)."""
+    first = recommenders[0]
+    metrics = first.metrics
+    reports = [LoopReport() for _ in recommenders]
+    started = time.perf_counter()
+    now = first._clock.now()
+    deadline = first._clock.monotonic() + first.settings.checkpoints_timeout_s
+    parts = [rec._steps(report, now, deadline, set())
+             for rec, report in zip(recommenders, reports, strict=True)]
+    read: list[MetricsRead] = []
+
+    async def load_metrics(rec: Recommender, report: LoopReport) -> None:
+        if not read:
+            read.append(await _fetch_metrics(first._metrics_source, metrics, reports))
+        await rec._apply_metrics(report, read[0])
+
+    for step in STEPS[:-1]:
+        if step == "MaintainCheckpoints" and first.settings.storage == "prometheus":
+            continue  # upstream keeps no checkpoints with Prometheus history (spec §3.13)
+        step_started = time.perf_counter()
+        for rec, report, part in zip(recommenders, reports, parts, strict=True):
+            try:
+                if step == "LoadMetrics":
+                    await load_metrics(rec, report)
+                else:
+                    await part[step]()
+            except Exception:
+                log.exception("recommender_step_failed", step=step, recommender=rec.settings.recommender_name)
+        elapsed = time.perf_counter() - step_started
+        for report in reports:
+            report.step_seconds[step] = elapsed
+        metrics.execution_latency.labels(step=step).observe(elapsed)
+    total = time.perf_counter() - started
+    metrics.execution_latency.labels(step="total").observe(total)
+    counts: dict[tuple[str, str, str, str], int] = {}
+    for report in reports:
+        report.step_seconds["total"] = total
+        for label, n in report.vpa_object_counts.items():
+            counts[label] = counts.get(label, 0) + n
+    metrics.vpa_objects.clear()
+    for (mode_label, has_rec, matches, unsupported), n in counts.items():
+        metrics.vpa_objects.labels(update_mode=mode_label, has_recommendation=has_rec, api="v1",
+                                   matches_pods=matches, unsupported_config=unsupported).set(n)
+    metrics.aggregate_states.set(sum(len(rec.core.cluster.aggregates) for rec in recommenders))
+    for rec, report in zip(recommenders, reports, strict=True):
+        rec.loops += 1
+        rec.last_report = report
+        log.info("recommender_loop_done", recommender=rec.settings.recommender_name, vpas=report.vpas,
+                 pods=report.pods, samples=report.samples, status_writes=report.status_writes,
+                 checkpoints=report.checkpoints_written, seconds=round(total, 3))
+    return reports
+
+
+async def _tick_forever(clock: Clock, interval: float, health: HealthState | None, reset: Callable[[], None],
+                        restore: Callable[[], Awaitable[object]],
+                        run_once: Callable[[], Awaitable[object]]) -> None:
+    """Reset, restore, then `run_once` on every tick of `interval` (the first one an interval after start,
+    as upstream's ticker; overrun ticks are dropped as a Go ticker drops them), with health activity."""
+    reset()
+    if health is not None:
+        health.add_activity(COMPONENT, 5 * interval)
+    try:
+        await restore()
+        next_tick = clock.monotonic() + interval
+        while True:
+            await clock.sleep(max(0.0, next_tick - clock.monotonic()))
+            try:
+                await run_once()
+            except Exception:
+                log.exception("recommender_loop_failed")
+            else:
+                if health is not None:
+                    health.record_activity(COMPONENT)
+            now = clock.monotonic()
+            next_tick += interval
+            if next_tick <= now:
+                next_tick += math.ceil((now - next_tick) / interval) * interval
+    finally:
+        if health is not None:
+            # Not leading any more: no activity expected until the next term starts.
+            health.add_activity(COMPONENT, 5 * interval)
+
+
+class RecommenderGroup:
+    """The recommenders `--recommender-name=a,b,…` hosts in one process (AEP-3919, our extension): one
+    `Recommender` per name with its own settings (`--recommender-overrides`) and cluster state, each
+    handling only the VPAs that select it; one loop (`run_loop`) on the shared caches, one PodMetrics read
+    per loop, one set of collectors, one Lease (the runtime's, for the whole set). Checkpoints share the
+    namespace: a VPA belongs to one recommender, and orphan collection (by the first one) looks at all
+    VPAs."""
+
+    def __init__(self, recommenders: Sequence[Recommender], *, clock: Clock,
+                 health: HealthState | None = None,
+                 background: Sequence[Callable[[], Awaitable[None]]] = ()) -> None:
+        if not recommenders:
+            raise ValueError("a recommender group needs at least one recommender")
+        self.recommenders = tuple(recommenders)
+        self._clock = clock
+        self._health = health
+        self._background = tuple(background)
+
+    @classmethod
+    def from_client(
+        cls,
+        settings: RecommenderSettings,
+        *,
+        common: CommonSettings,
+        gates: FeatureGates,
+        client: KubeClient,
+        pods: ObjectSource[PodView],
+        vpas: ObjectSource[VpaView],
+        clock: Clock,
+        registry: CollectorRegistry,
+        health: HealthState | None = None,
+    ) -> RecommenderGroup:
+        """One recommender per `settings.recommender_names`, on shared kube adapters and collectors."""
+        namespace = common.vpa_object_namespace or None
+        metrics = RecommenderMetrics(registry)
+        metrics_source = PodMetricsReader(client, namespace)
+        resolver = TargetResolver(client, clock, namespace=namespace)
+        status_writer = VpaStatusWriter(client)
+        checkpoints = CheckpointStore(client, namespace)
+        events = eviction_event_cache(client, clock, namespace)
+        history = (PrometheusHistoryReader(settings.prometheus, namespace=common.vpa_object_namespace)
+                   if settings.storage == "prometheus" else None)
+        history_metrics = PrometheusClientMetrics(registry)
+        names = settings.recommender_names
+        recommenders = [
+            Recommender(
+                settings.for_name(name), pods=pods, vpas=vpas, clock=clock, metrics_source=metrics_source,
+                resolver=resolver, status_writer=status_writer, checkpoints=checkpoints, metrics=metrics,
+                namespace=common.vpa_object_namespace,
+                ignored_namespaces=common.ignored_vpa_object_namespaces,
+                per_vpa_config=gates.per_vpa_config, hosted_names=names, collects_checkpoints=index == 0,
+                events=events, history=history, history_metrics=history_metrics,
+            )
+            for index, name in enumerate(names)
+        ]
+        return cls(recommenders, clock=clock, health=health, background=[events.run])
+
+    def by_name(self, name: str) -> Recommender:
+        for rec in self.recommenders:
+            if rec.settings.recommender_name == name:
+                return rec
+        raise KeyError(name)
+
+    def reset(self) -> None:
+        for rec in self.recommenders:
+            rec.reset()
+
+    async def restore(self) -> list[RestoreReport]:
+        return [await rec.restore() for rec in self.recommenders]
+
+    async def run_once(self) -> list[LoopReport]:
+        return await run_loop(self.recommenders)
+
+    async def run_forever(self) -> None:
+        """The loop of every recommender on `--recommender-interval`, with the background inputs (the
+        `Evicted` events watch) running for as long as this term lasts."""
+        interval = self.recommenders[0].settings.recommender_interval_s
+        tasks = [asyncio.ensure_future(run()) for run in self._background]
+        try:
+            await _tick_forever(self._clock, interval, self._health, self.reset, self.restore, self.run_once)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)

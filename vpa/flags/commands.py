@@ -98,14 +98,48 @@ def _lease(
     )
 
 
+def _recommender_overrides(
+    values: Mapping[str, object], flags: Mapping[str, table.FlagDef]
+) -> tuple[tuple[str, str, object], ...]:
+    """`--recommender-overrides` items → `(name, settings field, value)`, each VALUE parsed by its flag's
+    kind. Whether NAME is hosted is checked by the settings (they know `--recommender-name`)."""
+    given = values.get("recommender-overrides") or []
+    out: list[tuple[str, str, object]] = []
+    for items in given if isinstance(given, list) else [given]:
+        assert isinstance(items, tuple)
+        for name, flag_name, text in items:
+            flag = flags.get(flag_name)
+            field = (flag.target or "").removeprefix("recommender.") if flag is not None else ""
+            if flag is None or field not in settings.OVERRIDABLE_RECOMMENDER_FIELDS:
+                raise UsageError(
+                    f'invalid value "{name}:{flag_name}={text}" for flag --recommender-overrides: '
+                    f"--{flag_name} cannot be set per recommender"
+                )
+            try:
+                value = flag.kind.parse(text)
+            except ValueError as error:
+                reason = getattr(error, "reason", None) or str(error)
+                raise UsageError(
+                    f'invalid value "{name}:{flag_name}={text}" for flag --recommender-overrides: {reason}'
+                ) from None
+            out.append((name, field, value))
+    return tuple(out)
+
+
 def _recommender(
-    targets: Mapping[str, object], lease: settings.LeaderElectionSettings
+    targets: Mapping[str, object],
+    lease: settings.LeaderElectionSettings,
+    overrides: tuple[tuple[str, str, object], ...] = (),
 ) -> settings.RecommenderSettings:
-    return settings.RecommenderSettings(
+    base = settings.RecommenderSettings(
         prometheus=settings.PrometheusSettings(**_section(targets, "recommender.prometheus.")),
         leader_election=lease,
+        overrides=overrides,
         **_section(targets, "recommender."),
     )
+    for name in base.recommender_names:
+        base.for_name(name)  # an override that makes a recommender's settings invalid fails at startup
+    return base
 
 
 def _warnings(parsed: parsing.ParsedArgs) -> tuple[str, ...]:
@@ -134,7 +168,11 @@ def parse_run_args(argv: Sequence[str], env: Mapping[str, str]) -> settings.RunS
             feature_gates=_feature_gates(values),
             address=str(values["address"]),
             clock=values["clock"],  # type: ignore[arg-type]
-            recommender=_recommender(targets, _lease(values, "recommender", "vpa-recommender-lease")),
+            recommender=_recommender(
+                targets,
+                _lease(values, "recommender", "vpa-recommender-lease"),
+                _recommender_overrides(values, table.RUN_FLAGS_BY_NAME),
+            ),
             updater=settings.UpdaterSettings(
                 leader_election=_lease(values, "updater", "vpa-updater"),
                 **_section(targets, "updater."),

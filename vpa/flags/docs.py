@@ -166,8 +166,9 @@ def render_flags_markdown() -> str:
     lines += [
         "## `vpa replay`",
         "",
-        "`vpa replay TRACE [flags]` takes its own flags below, every flag of the Recommender group above and",
-        "`--feature-gates`. TRACE is a CSV or Parquet usage trace.",
+        "`vpa replay TRACE [flags]` takes its own flags below, every flag of the Recommender group above but",
+        "`--recommender-overrides` (a replay runs one recommender), and `--feature-gates`. TRACE is a CSV or",
+        "Parquet usage trace.",
         "",
         *_markdown_table(table.REPLAY_OWN_FLAGS),
         "",

@@ -216,6 +216,28 @@ def _unix_seconds(text: str) -> float:
     return value
 
 
+def _recommender_overrides(text: str) -> tuple[tuple[str, str, str], ...]:
+    """`NAME:FLAG=VALUE[,NAME:FLAG=VALUE…]` → `((NAME, FLAG, VALUE), …)`; the values are parsed later by
+    FLAG's own kind (`vpa.flags.commands`), which also checks that NAME is hosted and FLAG may be set."""
+    out: list[tuple[str, str, str]] = []
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        name, colon, rest = item.partition(":")
+        flag, equals, value = rest.partition("=")
+        name, flag = name.strip(), flag.strip().removeprefix("--")
+        if not colon or not equals or not name or not flag:
+            raise ValueError(f"{item!r} is not NAME:FLAG=VALUE (e.g. performance:target-cpu-percentile=0.95)")
+        out.append((name, flag, value.strip()))
+    return tuple(out)
+
+
+def _format_overrides(value: object) -> str:
+    assert isinstance(value, tuple)
+    return ",".join(f"{name}:{flag}={text}" for name, flag, text in value)
+
+
 COMPONENTS_KIND: Final = custom("strings", _components, _format_components)
 FEATURE_GATES_KIND: Final = custom("mapStringBool", _feature_gates)
 SEVERITY_KIND: Final = custom("severity", _severity)
@@ -224,6 +246,7 @@ VMODULE_KIND: Final = custom("moduleSpec", _vmodule)
 LEVEL_KIND: Final = custom("Level", _level)
 LABELS_KIND: Final = custom("string", _webhook_labels, _format_labels)
 CIPHERS_KIND: Final = custom("string", _tls_ciphers, parsing.STRING_LIST.format)
+RECOMMENDER_OVERRIDES_KIND: Final = custom("strings", _recommender_overrides, _format_overrides)
 
 _C, _L, _R, _U, _A, _G = (
     Group.COMMON,
@@ -308,8 +331,20 @@ RUN_FLAGS: Final[tuple[FlagDef, ...]] = (
             setting_text="updater.leader_election.resource_namespace"),
     # --- recommender ------------------------------------------------------------------------------------
     FlagDef("recommender-name", STRING, _R, "Handle VPAs that name this recommender; 'default' also handles "
-            "VPAs that name none. Don't run two recommenders with the same name.",
-            "recommender.recommender_name"),
+            "VPAs that name none. Don't run two recommenders with the same name. A comma-separated list "
+            "hosts one recommender per name in this process.",
+            "recommender.recommender_name",
+            note="A comma-separated list is ours (upstream takes one name): each named recommender handles "
+            "the VPAs that select it, sharing one loop, the caches, one metrics read and one Lease."),
+    FlagDef("recommender-overrides", RECOMMENDER_OVERRIDES_KIND, _R, "Per-recommender settings when "
+            "--recommender-name lists several: comma-separated NAME:FLAG=VALUE items, e.g. "
+            "performance:target-cpu-percentile=0.95,performance:recommendation-margin-fraction=0.3. FLAG is "
+            "one of the estimation flags of this group (percentiles, margin, minimums, confidence intervals, "
+            "rounding, decay half-lives, memory aggregation, OOM bump-up, the integer-CPU post-processor, "
+            "the max-allowed caps); VALUE has that flag's syntax.", None, default=(), default_text="",
+            repeatable=True, addition=True, setting_text="recommender.overrides",
+            note="Given more than once, the items add up (later ones win). An unknown NAME or a FLAG that "
+            "cannot be set per recommender stops the process at startup."),
     FlagDef("recommender-interval", DURATION, _R, "How often metrics are fetched and recommendations "
             "computed.", "recommender.recommender_interval_s"),
     FlagDef("checkpoints-gc-interval", DURATION, _R, "How often orphaned checkpoints are garbage-collected.",
@@ -536,8 +571,11 @@ REPLAY_OWN_FLAGS: Final[tuple[FlagDef, ...]] = (
 RUN_FLAGS_BY_NAME: Final[Mapping[str, FlagDef]] = {flag.name: flag for flag in RUN_FLAGS}
 
 # `vpa replay` accepts its own flags, the recommender group and --feature-gates.
+# (`--recommender-overrides` configures recommenders hosted side by side; a replay runs one.)
 REPLAY_FLAGS: Final[tuple[FlagDef, ...]] = REPLAY_OWN_FLAGS + tuple(
-    flag for flag in RUN_FLAGS if flag.group is Group.RECOMMENDER or flag.name == "feature-gates"
+    flag for flag in RUN_FLAGS
+    if (flag.group is Group.RECOMMENDER and flag.name != "recommender-overrides")
+    or flag.name == "feature-gates"
 )
 REPLAY_FLAGS_BY_NAME: Final[Mapping[str, FlagDef]] = {flag.name: flag for flag in REPLAY_FLAGS}
 

@@ -1,7 +1,8 @@
 """Raw API JSON → model views, and model status → JSON for writers: the edge where dicts stop.
 
 Owns: `pod_from_dict` (a trimmed `PodView` that keeps only what vpa reads), `vpa_from_dict` (a full
-`VpaView`), the selectors of workloads and scale subresources, `vpa_status_to_dict` /
+`VpaView`), `event_from_dict` (an `EventView` with the eviction annotations), the selectors of
+workloads and scale subresources, `vpa_status_to_dict` /
 `recommendation_to_dict` for the status writer, `ConversionError` (names the offending field, e.g.
 `spec.resourcePolicy.containerPolicies[1].minAllowed.cpu`), and `Interner`, the content-keyed cache that
 makes identical pieces of different pods one object (label maps, owners, container specs, `Resources`,
@@ -23,6 +24,7 @@ from typing import Any, Final, TypeVar
 
 from vpa.model import annotations as ann
 from vpa.model import quantity
+from vpa.model.event import EventView
 from vpa.model.pod import ContainerStatusView, ContainerView, OwnerRef, PodCondition, PodView
 from vpa.model.resources import CPU, MEMORY, Resources
 from vpa.model.selector import Selector, SelectorError
@@ -342,6 +344,34 @@ def _string_map(
     if interner is None:
         return dict(items)
     return interner.string_map(tuple(items))
+
+
+# --- events -----------------------------------------------------------------------------------------------
+
+# The annotations the recommender reads of eviction events; the rest are not kept.
+_EVENT_ANNOTATIONS: Final = frozenset(
+    {"offending_containers", "offending_containers_usage", "starved_resource"}
+)
+
+
+def event_from_dict(obj: Mapping[str, Any]) -> EventView:
+    """A core/v1 Event → `EventView` with the eviction annotations only."""
+    metadata = _map(obj.get("metadata"), "metadata")
+    involved = _map(obj.get("involvedObject"), "involvedObject")
+    annotations = _string_map(metadata.get("annotations"), "metadata.annotations", None,
+                              keep=_EVENT_ANNOTATIONS.__contains__)
+    return EventView(
+        namespace=_str(metadata.get("namespace"), "metadata.namespace"),
+        name=_required_str(metadata.get("name"), "metadata.name"),
+        uid=_str(metadata.get("uid"), "metadata.uid"),
+        resource_version=_str(metadata.get("resourceVersion"), "metadata.resourceVersion"),
+        reason=_str(obj.get("reason"), "reason"),
+        involved_kind=_str(involved.get("kind"), "involvedObject.kind"),
+        involved_namespace=_str(involved.get("namespace"), "involvedObject.namespace"),
+        involved_name=_str(involved.get("name"), "involvedObject.name"),
+        creation_timestamp=_time(metadata.get("creationTimestamp"), "metadata.creationTimestamp") or 0.0,
+        annotations=tuple(sorted(annotations.items())),
+    )
 
 
 # --- pods -------------------------------------------------------------------------------------------------

@@ -27,8 +27,8 @@ from vpa.logic.recommender_numerics import (
     go_truncate_duration,
     scale_amount,
 )
-from vpa.model.resources import CPU, MEMORY
-from vpa.model.vpa import ContainerResourcePolicy, ContainerScalingMode
+from vpa.model.resources import CPU, MEMORY, Resources
+from vpa.model.vpa import ContainerResourcePolicy, ContainerScalingMode, UpdateMode
 
 DAY_S: Final = 24 * 3600
 DEFAULT_CONTROLLED_RESOURCES: Final[tuple[str, ...]] = (CPU, MEMORY)
@@ -93,11 +93,14 @@ class AggregateContainerState:
         "cpu",
         "creation_time",
         "first_sample_start",
+        "last_recommendation",
         "last_sample_start",
         "memory",
         "scaling_mode",
         "settings",
         "total_samples_count",
+        "under_vpa",
+        "update_mode",
     )
 
     def __init__(self, config: AggregationConfig, creation_time: float,
@@ -111,6 +114,21 @@ class AggregateContainerState:
         self.settings = settings if settings is not None else config.defaults
         self.scaling_mode = ContainerScalingMode.AUTO
         self.controlled_resources: tuple[str, ...] = DEFAULT_CONTROLLED_RESOURCES
+        # What upstream's quality metrics read: whether a VPA uses the aggregate, that VPA's update mode,
+        # and the uncapped target last recommended for it.
+        self.under_vpa = False
+        self.update_mode: UpdateMode | None = None
+        self.last_recommendation: Resources | None = None
+
+    def needs_recommendation(self) -> bool:
+        """Upstream `NeedsRecommendation`: used by a VPA, and its container policy's mode is not Off."""
+        return self.under_vpa and self.scaling_mode is not ContainerScalingMode.OFF
+
+    def mark_not_autoscaled(self) -> None:
+        """Upstream `MarkNotAutoscaled`: its VPA is gone."""
+        self.under_vpa = False
+        self.update_mode = None
+        self.last_recommendation = None
 
     # --- samples ---------------------------------------------------------------------------------------
 

@@ -24,7 +24,7 @@ from vpa.logic.aggregation import (
 )
 from vpa.logic.checkpointing import aggregate_from_checkpoint_status
 from vpa.model.resources import Resources
-from vpa.model.vpa import VpaView
+from vpa.model.vpa import UpdateMode, VpaView
 
 INACTIVE_POD_PHASES: Final = frozenset({"Succeeded", "Failed"})
 AGGREGATE_GC_INTERVAL_S: Final = 3600.0  # upstream collects aggregates at most once an hour
@@ -66,6 +66,25 @@ class AggregateStateKey:
 
     def label_map(self) -> dict[str, str]:
         return dict(self.labels)
+
+
+@dataclass(frozen=True, slots=True)
+class QualityContext:
+    """What upstream's quality metrics need about a sample's container: the update mode of the VPA using
+    its aggregate, and the uncapped target last recommended for it (None: none yet)."""
+
+    update_mode: UpdateMode | None
+    last_recommendation: Resources | None
+
+
+@dataclass(frozen=True, slots=True)
+class RecommendationChange:
+    """One aggregate's previous and new uncapped target (upstream `ObserveRecommendationChange`)."""
+
+    update_mode: UpdateMode | None
+    previous: Resources | None
+    current: Resources
+    pod_count: int
 
 
 class UnknownContainerError(KeyError):
@@ -265,6 +284,9 @@ class ClusterState:
                                 if selector.matches(pod.label_map))
             return
         policy_changed = vpa.view.resource_policy != view.resource_policy
+        if vpa.view.update_policy.update_mode != view.update_policy.update_mode:
+            for aggregate in vpa.aggregates.values():
+                aggregate.update_mode = view.update_policy.update_mode
         vpa.view = view
         if policy_changed:
             for aggregate_key, aggregate in vpa.aggregates.items():
@@ -275,6 +297,8 @@ class ClusterState:
         vpa = self._vpas.pop((namespace, name), None)
         if vpa is None:
             return
+        for aggregate in vpa.aggregates.values():
+            aggregate.mark_not_autoscaled()
         namespace_vpas = self._vpas_by_namespace.get(namespace)
         if namespace_vpas is not None:
             namespace_vpas.remove(vpa)
@@ -299,6 +323,31 @@ class ClusterState:
 
     def checkpoint_written(self, namespace: str, name: str) -> float | None:
         return self._vpa(namespace, name).checkpoint_written
+
+    # --- quality metrics (spec §3.14) -------------------------------------------------------------------
+
+    def quality_context(self, container_id: ContainerId, now: float) -> QualityContext | None:
+        """The quality-metrics view of a container's aggregate; None when it needs no recommendation
+        (no VPA uses it, or its mode is Off), as upstream skips those samples."""
+        aggregate = self._container(container_id).aggregate(now)
+        if not aggregate.needs_recommendation():
+            return None
+        return QualityContext(aggregate.update_mode, aggregate.last_recommendation)
+
+    def update_last_recommendation(self, namespace: str, name: str,
+                                   uncapped_targets: Mapping[str, Resources]) -> list[RecommendationChange]:
+        """Remember each container's new uncapped target on every aggregate of the VPA with that container
+        name (upstream `Vpa.UpdateRecommendation`); returns the changes, one per aggregate."""
+        vpa = self._vpa(namespace, name)
+        mode = vpa.view.update_policy.update_mode
+        changes: list[RecommendationChange] = []
+        for key, aggregate in vpa.aggregates.items():
+            current = uncapped_targets.get(key.container_name)
+            if current is None:
+                continue
+            changes.append(RecommendationChange(mode, aggregate.last_recommendation, current, vpa.pod_count))
+            aggregate.last_recommendation = current
+        return changes
 
     # --- what estimation and checkpoints read ----------------------------------------------------------
 
@@ -431,6 +480,8 @@ class ClusterState:
         if not vpa.selector.matches(key.label_map()):
             return
         vpa.aggregates[key] = aggregate
+        aggregate.under_vpa = True
+        aggregate.update_mode = vpa.view.update_policy.update_mode
         aggregate.update_from_policy(vpa.view.resource_policy.for_container(key.container_name), self.config)
 
     def _count_pod(self, pod: _Pod, delta: int) -> None:

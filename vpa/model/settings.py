@@ -12,7 +12,7 @@ Prometheus credentials before building these), or hold mutable state. Pure stdli
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Final, Literal, get_args
 
 from vpa.model.features import FeatureGates
@@ -258,7 +258,8 @@ class RecommenderSettings:
     """Every flag of upstream's recommender (`pkg/recommender/config/config.go`)."""
 
     recommender_name: str = "default"
-    """Handle VPAs that name this recommender (`default` also takes VPAs that name none)."""
+    """Handle VPAs that name this recommender (`default` also takes VPAs that name none). Ours: a
+    comma-separated list hosts one recommender per name in this process (`recommender_names`)."""
     recommender_interval_s: float = 60.0
     """Main loop period."""
     checkpoints_gc_interval_s: float = 600.0
@@ -329,12 +330,81 @@ class RecommenderSettings:
     prometheus: PrometheusSettings = field(default_factory=PrometheusSettings)
     """History provider settings."""
     leader_election: LeaderElectionSettings = field(default_factory=_recommender_lease)
-    """The recommender's own Lease (`vpa-recommender-lease`)."""
+    """The recommender's own Lease (`vpa-recommender-lease`), one for all the names hosted."""
+    overrides: tuple[tuple[str, str, object], ...] = ()
+    """Per-name settings `(recommender name, field, value)`, applied in order over these settings by
+    `for_name` (flag `--recommender-overrides`). Only `OVERRIDABLE_RECOMMENDER_FIELDS` may be overridden."""
+
+    def __post_init__(self) -> None:
+        names = self.recommender_names
+        if not names or any(not name for name in names):
+            raise SettingsError(
+                f"--recommender-name must be one name or a comma-separated list of names, not "
+                f"{self.recommender_name!r}"
+            )
+        duplicates = sorted({name for name in names if names.count(name) > 1})
+        if duplicates:
+            raise SettingsError(f"--recommender-name names {duplicates[0]!r} more than once")
+        for name, field_name, _ in self.overrides:
+            if name not in names:
+                raise SettingsError(
+                    f"--recommender-overrides: {name!r} is not a recommender this process hosts "
+                    f"(--recommender-name={self.recommender_name})"
+                )
+            if field_name not in OVERRIDABLE_RECOMMENDER_FIELDS:
+                raise SettingsError(f"--recommender-overrides: {field_name!r} cannot be set per recommender")
+
+    @property
+    def recommender_names(self) -> tuple[str, ...]:
+        """The names hosted by this process, in flag order (`default,performance` → two recommenders)."""
+        return tuple(name.strip() for name in self.recommender_name.split(","))
+
+    def for_name(self, name: str) -> RecommenderSettings:
+        """The settings of the recommender called `name`: these, with its overrides applied. Raises
+        SettingsError when an override makes them invalid."""
+        if name not in self.recommender_names:
+            raise SettingsError(f"{name!r} is not one of --recommender-name={self.recommender_name}")
+        changes: dict[str, object] = {
+            field_name: value for owner, field_name, value in self.overrides if owner == name
+        }
+        return replace(self, recommender_name=name, overrides=(), **changes)  # type: ignore[arg-type]
 
     @property
     def pod_recommendation_min_memory_bytes(self) -> int:
         """The per-pod memory floor in bytes, as upstream computes it (MiB × 2**20, truncated)."""
         return int(self.pod_recommendation_min_memory_mib * 1024 * 1024)
+
+
+# Settings a recommender hosted next to others may set for itself: what shapes its estimates. What the
+# shared loop, caches and writers use (interval, storage, memory saver, workers, metrics source, lease,
+# Prometheus) stays process-wide.
+OVERRIDABLE_RECOMMENDER_FIELDS: Final = frozenset(
+    {
+        "recommendation_margin_fraction",
+        "pod_recommendation_min_cpu_millicores",
+        "pod_recommendation_min_memory_mib",
+        "target_cpu_percentile",
+        "recommendation_lower_bound_cpu_percentile",
+        "recommendation_upper_bound_cpu_percentile",
+        "target_memory_percentile",
+        "recommendation_lower_bound_memory_percentile",
+        "recommendation_upper_bound_memory_percentile",
+        "confidence_interval_cpu_s",
+        "confidence_interval_memory_s",
+        "humanize_memory",
+        "round_cpu_millicores",
+        "round_memory_bytes",
+        "cpu_histogram_decay_half_life_s",
+        "memory_histogram_decay_half_life_s",
+        "memory_aggregation_interval_s",
+        "memory_aggregation_interval_count",
+        "oom_bump_up_ratio",
+        "oom_min_bump_up_bytes",
+        "cpu_integer_post_processor_enabled",
+        "container_recommendation_max_allowed_cpu_millicores",
+        "container_recommendation_max_allowed_memory_bytes",
+    }
+)
 
 
 # --- updater --------------------------------------------------------------------------------------------

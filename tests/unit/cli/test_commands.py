@@ -369,3 +369,52 @@ def test_replay_usage_errors(argv: list[str], message: str) -> None:
     with pytest.raises(UsageError) as caught:
         commands.parse_replay_args(argv, {})
     assert message in str(caught.value)
+
+
+def test_recommender_overrides_reach_each_named_recommender() -> None:
+    base = run(
+        "--recommender-name=default,performance",
+        "--target-cpu-percentile=0.8",
+        "--recommender-overrides=performance:target-cpu-percentile=0.95,performance:round-cpu-millicores=50",
+        "--recommender-overrides", "performance:confidence-interval-cpu=2h,default:oom-bump-up-ratio=1.5",
+    ).recommender
+    assert base.recommender_names == ("default", "performance")
+    default, performance = base.for_name("default"), base.for_name("performance")
+    assert (default.recommender_name, default.target_cpu_percentile, default.oom_bump_up_ratio) == (
+        "default", 0.8, 1.5)
+    assert (performance.recommender_name, performance.target_cpu_percentile,
+            performance.round_cpu_millicores, performance.confidence_interval_cpu_s,
+            performance.oom_bump_up_ratio) == ("performance", 0.95, 50, 7200.0, 1.2)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--recommender-name=default", "--recommender-overrides=fast:target-cpu-percentile=0.9"],
+         "--recommender-overrides: 'fast' is not a recommender this process hosts"),
+        (["--recommender-name=a,b", "--recommender-overrides=b:no-such-flag=1"],
+         "for flag --recommender-overrides: --no-such-flag cannot be set per recommender"),
+        (["--recommender-name=a,b", "--recommender-overrides=b:recommender-interval=1m"],
+         "for flag --recommender-overrides: --recommender-interval cannot be set per recommender"),
+        (["--recommender-name=a,b", "--recommender-overrides=b:memory-saver=true"],
+         "--memory-saver cannot be set per recommender"),
+        (["--recommender-name=a,b", "--recommender-overrides=b:target-cpu-percentile=high"],
+         'invalid value "b:target-cpu-percentile=high" for flag --recommender-overrides'),
+        (["--recommender-name=a,b", "--recommender-overrides=b:confidence-interval-cpu=2"],
+         "for flag --recommender-overrides: .*unit"),
+        (["--recommender-name=a,b", "--recommender-overrides=b=target-cpu-percentile"],
+         "is not NAME:FLAG=VALUE"),
+        (["--recommender-name=a,,b"], "--recommender-name must be one name or a comma-separated list"),
+        (["--recommender-name=a,b,a"], "--recommender-name names 'a' more than once"),
+    ],
+    ids=["unknown-name", "unknown-flag", "process-wide-interval", "process-wide-memory-saver", "bad-value",
+         "bad-duration", "bad-syntax", "empty-name", "duplicate-name"],
+)
+def test_recommender_overrides_rejected(argv: list[str], message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        run(*argv)
+
+
+def test_replay_refuses_recommender_overrides() -> None:
+    with pytest.raises(UsageError, match="recommender-overrides"):
+        commands.parse_replay_args(["t.csv", "--recommender-overrides=default:target-cpu-percentile=0.5"], {})

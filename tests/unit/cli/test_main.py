@@ -81,6 +81,16 @@ BAD_INPUTS = {
         "and can't be set together",
     ),
     "replay-no-trace": (["replay"], "vpa replay: missing TRACE: vpa replay TRACE [flags]"),
+    "override-unknown-recommender": (
+        ["run", "--recommender-name=default,fast", "--recommender-overrides=slow:target-cpu-percentile=0.5"],
+        "vpa run: --recommender-overrides: 'slow' is not a recommender this process hosts "
+        "(--recommender-name=default,fast)",
+    ),
+    "override-process-wide-flag": (
+        ["run", "--recommender-name=default,fast", "--recommender-overrides=fast:storage=prometheus"],
+        'vpa run: invalid value "fast:storage=prometheus" for flag --recommender-overrides: '
+        "--storage cannot be set per recommender",
+    ),
 }
 
 

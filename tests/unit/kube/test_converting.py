@@ -1010,3 +1010,22 @@ def test_damaged_pod_never_crashes(path: tuple[Any, ...], value: Any) -> None:
         lambda obj: pod_from_dict(obj, interner=Interner()), _damage(_FULL_POD, path, value)
     )
     assert field is None or field != ""
+
+
+def test_event_from_dict_keeps_the_eviction_annotations_only() -> None:
+    from vpa.kube.converting import event_from_dict
+
+    view = event_from_dict({
+        "metadata": {"name": "web-1.17", "namespace": "ns", "uid": "u1", "resourceVersion": "42",
+                     "creationTimestamp": "2026-01-01T00:00:10Z",
+                     "annotations": {"offending_containers": "app", "offending_containers_usage": "1Gi",
+                                     "starved_resource": "memory", "other": "x"}},
+        "reason": "Evicted",
+        "involvedObject": {"kind": "Pod", "namespace": "ns", "name": "web-1"},
+    })
+    assert (view.uid, view.resource_version, view.reason, view.involved_kind, view.involved_name) == (
+        "u1", "42", "Evicted", "Pod", "web-1")
+    assert view.creation_timestamp == 1767225610.0
+    assert view.annotations == (("offending_containers", "app"), ("offending_containers_usage", "1Gi"),
+                                ("starved_resource", "memory"))
+    assert view.annotation("other") is None

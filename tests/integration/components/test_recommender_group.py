@@ -1,0 +1,97 @@
+"""Several named recommenders in one process (`--recommender-name=default,performance`) on the sim.
+
+Two recommenders with different settings share the caches, one metrics read per loop and one set of
+collectors; each VPA is processed only by the recommender it selects, a VPA selecting a name nobody hosts
+is left alone, and orphan collection keeps every recommender's checkpoints.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from prometheus_client import CollectorRegistry
+
+from tests.integration.components.recommender_helpers import (
+    CHECKPOINTS,
+    VPAS,
+    Harness,
+    create,
+    deployment,
+    harness,
+    recommendation,
+    vpa,
+)
+from tests.integration.components.test_recommender import STEADY, STEP_S
+from vpa.components.recommender import LoopReport, RecommenderGroup
+from vpa.model.features import FeatureGates
+from vpa.model.settings import RecommenderSettings
+
+
+def group_of(h: Harness, settings: RecommenderSettings) -> RecommenderGroup:
+    """A group as a new process builds it, its collectors in a fresh `h.registry`."""
+    h.registry = CollectorRegistry()
+    return RecommenderGroup.from_client(
+        settings, common=h.common, gates=FeatureGates(), client=h.client, pods=h.pods, vpas=h.vpas,
+        clock=h.cluster.clock, registry=h.registry)
+
+
+async def run_group(h: Harness, group: RecommenderGroup, seconds: float) -> list[list[LoopReport]]:
+    reports = []
+    for _ in range(round(seconds / STEP_S)):
+        await h.cluster.advance(STEP_S)
+        await h.caught_up()
+        reports.append(await group.run_once())
+        await h.caught_up()
+    return reports
+
+
+async def test_two_named_recommenders_in_one_loop() -> None:
+    flags = dataclasses.replace(
+        RecommenderSettings(), recommender_name="default,performance", checkpoints_gc_interval_s=600.0,
+        overrides=(("performance", "recommendation_margin_fraction", 0.3),
+                   ("performance", "target_cpu_percentile", 0.95)))
+    async with harness() as h:
+        for name in ("web", "fast", "lost"):
+            await create(h, "deployments.apps", deployment(name, STEADY))
+        await create(h, VPAS, vpa("web"))  # names no recommender: `default`'s
+        await create(h, VPAS, vpa("fast", recommenders=["performance"]))
+        await create(h, VPAS, vpa("lost", recommenders=["nobody"]))
+        lost_version = h.vpa("lost")["metadata"]["resourceVersion"]
+        await create(h, CHECKPOINTS, {
+            "apiVersion": "autoscaling.k8s.io/v1", "kind": "VerticalPodAutoscalerCheckpoint",
+            "metadata": {"name": "gone-app", "namespace": "default"},
+            "spec": {"vpaObjectName": "gone", "containerName": "app"}})
+
+        group = group_of(h, flags)
+        default, performance = group.by_name("default"), group.by_name("performance")
+        assert (default.settings.recommendation_margin_fraction,
+                performance.settings.recommendation_margin_fraction) == (0.15, 0.3)
+        await group.restore()
+        loops = await run_group(h, group, 3600)
+
+        assert sorted(default.tracked) == [("default", "web")]
+        assert sorted(performance.tracked) == [("default", "fast")]
+        assert all(len(reports) == 2 for reports in loops)
+        assert [r.vpas for r in loops[-1]] == [1, 1]
+        # Same usage, different settings: 511m (P90 and P95 fall in the same bucket) plus 15 % or 30 %.
+        assert recommendation(h.vpa("web"))["target"]["cpu"] == "587m"
+        assert recommendation(h.vpa("fast"))["target"]["cpu"] == "664m"
+        # Nobody hosts `nobody`: untouched.
+        lost = h.vpa("lost")
+        assert lost["metadata"]["resourceVersion"] == lost_version
+        assert not lost.get("status")
+
+        # One metrics read per loop for both, one timing per step, gauges over both.
+        assert h.metric("vpa_recommender_metric_server_responses", is_error="false",
+                        client_name="default-metrics-client") == len(loops)
+        assert h.metric("vpa_recommender_execution_latency_seconds_count", step="LoadMetrics") == len(loops)
+        assert h.metric("vpa_recommender_vpa_objects_count", update_mode="Off", has_recommendation="true",
+                        api="v1", matches_pods="true", unsupported_config="false") == 2
+
+        # Orphan collection ran (the gone VPA's checkpoint is deleted) and kept both recommenders' own.
+        names = sorted(c["metadata"]["name"] for c in h.cluster.store.list(CHECKPOINTS, "default"))
+        assert names == ["fast-app", "web-app"]
+
+        # A new term restores each recommender from its own checkpoints only.
+        restored = await group_of(h, flags).restore()
+        assert [r.loaded for r in restored] == [1, 1]
