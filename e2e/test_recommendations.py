@@ -74,15 +74,18 @@ def test_checkpoints_survive_a_recommender_restart(
     sim: Cluster, vpa_run: VpaRunFactory, namespace: str
 ) -> None:
     sim.require_sim("restarts the recommender process")
-    # As upstream, a checkpoint leaves out the memory peak of the interval still in progress (a restore
-    # followed by new samples would count it twice); ten-minute intervals make the hour below hold five
-    # finished ones, so memory is restored as well as CPU.
-    recommender = vpa_run(["recommender"], extra=["--memory-aggregation-interval=10m"])
+    recommender = vpa_run(["recommender"])
     sim.apply_file("vpa-off.yaml", namespace)
     sim.apply_file("hamster.yaml", namespace)
     sim.wait_for("a recommendation", lambda: recommendation(sim, namespace), timeout_s=90)
-    # An hour of history (their length and sample count set the bounds' confidence).
+    # An hour of history (its length and sample count set the bounds' confidence).
     sim.let_time_pass(3600)
+
+    # Then no sample can reach any recommender any more: the workload is scaled to zero. A few loops
+    # later the status and the checkpoints hold the same, final history.
+    sim.kubectl("scale", "deployment", "hamster", "-n", namespace, "--replicas=0")
+    sim.wait_for("no pods", lambda: not live_pods(sim, namespace) or None)
+    sim.let_time_pass(5 * 60)
 
     def checkpointed() -> list[dict[str, object]]:
         items = sim.get_json("verticalpodautoscalercheckpoints", "-n", namespace)["items"]
@@ -93,10 +96,8 @@ def test_checkpoints_survive_a_recommender_restart(
     before = recommendation(sim, namespace)
     assert before is not None
 
-    # No sample can reach the next recommender: the workload is gone, and the status is cleared, so a
-    # recommendation can only come back from the checkpoints.
-    sim.kubectl("scale", "deployment", "hamster", "-n", namespace, "--replicas=0")
-    sim.wait_for("no pods", lambda: not live_pods(sim, namespace) or None)
+    # With the status cleared, the restarted recommender can only get the recommendation back from the
+    # checkpoints.
     sim.kubectl(
         "patch", "vpa", "hamster-vpa", "-n", namespace, "--subresource=status", "--type=merge",
         "-p", '{"status": {"recommendation": null, "conditions": null}}',
