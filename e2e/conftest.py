@@ -153,6 +153,7 @@ class VpaProcess:
     proc: subprocess.Popen[bytes] | None = None
     stopped_on_purpose: bool = False
     _log: Any = None
+    _log_start: int = 0
 
     @property
     def pid(self) -> int:
@@ -163,6 +164,7 @@ class VpaProcess:
         if not self.cluster.is_sim:
             return self
         self._log = self.log_path.open("ab")
+        self._log_start = self._log.tell()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "vpa.cli", "run", *self.args],
             stdout=self._log, stderr=subprocess.STDOUT, cwd=REPO, env=self.env,
@@ -202,7 +204,7 @@ class VpaProcess:
         # process's own log line is the signal.
         marks = ("registered the webhook configuration", "updated the webhook configuration in place")
         self.cluster.wait_for(
-            "the webhook registration", lambda: any(m in self.log_tail(200_000) for m in marks)
+            "the webhook registration", lambda: any(m in self.log_since_start() for m in marks)
         )
 
     def metrics(self) -> str:
@@ -234,6 +236,15 @@ class VpaProcess:
     def log_tail(self, chars: int = 4000) -> str:
         try:
             return self.log_path.read_text(errors="replace")[-chars:]
+        except OSError:
+            return ""
+
+    def log_since_start(self) -> str:
+        """What the current run (since the last start) has logged."""
+        try:
+            with self.log_path.open("rb") as log:
+                log.seek(self._log_start)
+                return log.read().decode(errors="replace")
         except OSError:
             return ""
 
