@@ -5,7 +5,7 @@ PYTEST_ARGS ?=
 HELM    := .tools/helm/helm
 KUBE_VERSION := 1.35.0
 
-.PHONY: setup demo run lint typecheck imports test check e2e bench tools chart chart-docs flags-doc clean
+.PHONY: setup demo run lint typecheck imports test check e2e e2e-kind bench tools chart chart-docs flags-doc clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -37,8 +37,13 @@ test: setup
 
 check: lint typecheck imports test
 
+# The e2e scenarios: against `vpa sim` started by the suite (default), or with e2e-kind against a kind
+# cluster with the image and the chart installed (skips with one line without docker and kind).
 e2e: setup
 	$(PY) -m pytest e2e $(PYTEST_ARGS)
+
+e2e-kind:
+	@PY=$(PY) PYTEST_ARGS="$(PYTEST_ARGS)" bash hack/e2e-kind.sh
 
 bench: setup
 	$(PY) -m benchmarks

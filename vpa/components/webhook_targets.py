@@ -14,6 +14,9 @@ touches a handful of workloads per namespace, not all of them):
 Entries are fresh for `ttl_s`; a stale entry is still answered at once while one background read
 refreshes it (stale-while-revalidate), so only the first pod of a workload ever waits for the API, and
 that wait is bounded by `read_timeout_s`. Misses and errors are cached for `negative_ttl_s`.
+Freshness follows the injected clock; the read deadline follows the wall clock (it bounds a network call
+inside an admission request, whose own timeout is real time): under `--clock=sim` at a high time scale a
+virtual 2 s is a few real milliseconds, and every read would time out.
 
 Must not: write anything, raise into the admission handler (every failure is a cached "unknown"), or hold
 raw objects beyond the trimmed values.
@@ -32,7 +35,7 @@ from vpa.kube.client import ApiError, KubeClient, NotFound, api_path
 from vpa.kube.converting import ConversionError, selector_from_scale, selector_from_workload
 from vpa.kube.leasing import DeadlineExceeded, call_with_deadline
 from vpa.logic.matching import controller_key
-from vpa.model.clock import Clock
+from vpa.model.clock import Clock, RealClock
 from vpa.model.pod import PodView
 from vpa.model.selector import Selector
 from vpa.model.vpa import TargetRef
@@ -133,9 +136,11 @@ class AdmissionTargets:
         ttl_s: float = 300.0,
         negative_ttl_s: float = 30.0,
         read_timeout_s: float = 2.0,
+        deadline_clock: Clock | None = None,
     ) -> None:
         self._client = client
         self._clock = clock
+        self._deadline_clock: Clock = deadline_clock if deadline_clock is not None else RealClock()
         self.ttl_s = ttl_s
         self.negative_ttl_s = negative_ttl_s
         self.read_timeout_s = read_timeout_s
@@ -150,7 +155,7 @@ class AdmissionTargets:
     async def _read(self, path: str) -> dict[str, object]:
         try:
             return await call_with_deadline(
-                self._clock, self.read_timeout_s, self._client.get(path, max_retries=1)
+                self._deadline_clock, self.read_timeout_s, self._client.get(path, max_retries=1)
             )
         except DeadlineExceeded as err:
             raise _Unavailable(f"GET {path}: no answer within {self.read_timeout_s} s") from err
