@@ -19,6 +19,7 @@ BENCHMARKS: dict[str, str] = {
     "updater_decisions": "benchmarks.updater_decisions",
     "recommender_loop": "benchmarks.recommender_loop",
     "webhook_throughput": "benchmarks.webhook_throughput",
+    "webhook_during_recommender": "benchmarks.webhook_during_recommender",
     "updater_inplace_e2e": "benchmarks.updater_inplace_e2e",
 }
 

@@ -28,6 +28,7 @@ import math
 import resource
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from vpa.app.heap import HeapKeeper
@@ -140,15 +141,20 @@ async def timed_loop(recommender: Recommender) -> tuple[float, float, dict[str, 
     return elapsed, stalls[0], report.step_seconds
 
 
-async def run(vpas: int, per_pod: int, history_step_s: float, per_namespace: int, gc_policy: str = "runtime",
-              ) -> int:
-    gc.collect()
-    heap = HeapKeeper(interval_s=1e9)
-    keeper: asyncio.Task[None] | None = None
-    if gc_policy == "runtime":
-        gc.freeze()  # what the runtime does once the caches have synced
-        keeper = asyncio.create_task(heap.run())
-    baseline = rss_bytes()
+@dataclass
+class Setup:
+    """The benchmark's recommender on in-memory inputs, and what feeding it history needs."""
+
+    recommender: Recommender
+    clock: VirtualClock
+    pods: list[PodView]
+    metrics: Metrics
+    sink: Sink
+    containers: tuple[ContainerView, ...]
+
+
+def build(vpas: int, per_pod: int, per_namespace: int) -> Setup:
+    """N Deployments, each with one Running pod of `per_pod` containers and one VPA (see the docstring)."""
     clock = VirtualClock(start=START)
     containers = tuple(
         ContainerView(f"c{i}", Resources(100, 128 * MIB), Resources(1000, 512 * MIB)) for i in range(per_pod))
@@ -166,29 +172,47 @@ async def run(vpas: int, per_pod: int, history_step_s: float, per_namespace: int
                              status=VpaStatus()))
         selectors[(namespace, name)] = Selector.from_match_labels({"app": name})
     sink = Sink()
-    settings = RecommenderSettings()
     metrics = Metrics(pods, clock)
-    recommender = Recommender(settings, pods=Listing(pods), vpas=Listing(views), clock=clock,
+    recommender = Recommender(RecommenderSettings(), pods=Listing(pods), vpas=Listing(views), clock=clock,
                               metrics_source=metrics, resolver=Resolver(selectors), status_writer=sink,
                               checkpoints=sink)
+    return Setup(recommender, clock, pods, metrics, sink, containers)
 
-    first, first_stall, first_steps = await timed_loop(recommender)
-    # A day of history through the real sample path.
-    fed = time.perf_counter()
-    cluster = recommender.core.cluster
+
+def feed_history(setup: Setup, history_step_s: float) -> float:
+    """A day of history through the real sample path (after a first loop added the pods); returns seconds
+    taken, and leaves the clock a minute past the day."""
+    started = time.perf_counter()
+    cluster = setup.recommender.core.cluster
     steps = int(DAY // history_step_s)
     for step in range(1, steps + 1):
         t = START + step * history_step_s
         phase = 1.2 + math.sin(2 * math.pi * (t % DAY) / DAY)
-        for index, pod in enumerate(pods):
-            cpu, memory = metrics.level(index)
+        for index, pod in enumerate(setup.pods):
+            cpu, memory = setup.metrics.level(index)
             pod_id = PodId(pod.namespace, pod.name)
-            for container in containers:
+            for container in setup.containers:
                 cid = ContainerId(pod_id, container.name)
                 cluster.add_cpu_sample(cid, int(cpu * phase), t)
                 cluster.add_memory_sample(cid, int(memory * (0.9 + 0.1 * phase)), t)
-    fed = time.perf_counter() - fed
-    clock.set(START + DAY + 60)
+    setup.clock.set(START + DAY + 60)
+    return time.perf_counter() - started
+
+
+async def run(vpas: int, per_pod: int, history_step_s: float, per_namespace: int, gc_policy: str = "runtime",
+              ) -> int:
+    gc.collect()
+    heap = HeapKeeper(interval_s=1e9)
+    keeper: asyncio.Task[None] | None = None
+    if gc_policy == "runtime":
+        gc.freeze()  # what the runtime does once the caches have synced
+        keeper = asyncio.create_task(heap.run())
+    baseline = rss_bytes()
+    setup = build(vpas, per_pod, per_namespace)
+    recommender, clock, sink = setup.recommender, setup.clock, setup.sink
+
+    first, first_stall, first_steps = await timed_loop(recommender)
+    fed = feed_history(setup, history_step_s)
     steady = []
     for _ in range(2):
         clock.advance(60)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import contextlib
 import cProfile
 import functools
 import os
@@ -31,6 +32,7 @@ import ssl
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -190,6 +192,79 @@ def _write_certs(directory: Path) -> None:
         (directory / name).write_bytes(data)
 
 
+@contextlib.asynccontextmanager
+async def serving_webhook(directory: Path, body: bytes) -> AsyncIterator[AdmissionController]:
+    """The set-up of the module docstring, certificates in `directory`: a simulated cluster with the VPAs, and
+    the real admission controller inside a `Runtime` serving HTTPS; checked once to admit `body` with the
+    VPA's recommendation before it is yielded."""
+    async with SimCluster(
+        nodes=1, behaviour=False, webhook_services={("kube-system", "vpa-webhook"): ("127.0.0.1", 0)}
+    ) as cluster:
+        started = time.perf_counter()
+        await _populate(cluster)
+        print(f"populated {N_VPAS + 1} VPAs in {time.perf_counter() - started:.1f} s")
+        settings = parse_run_args(
+            [
+                f"--kubeconfig={cluster.kubeconfig_path}",
+                "--address=127.0.0.1:0",
+                "--components=admission-controller",
+                f"--client-ca-file={directory / 'caCert.pem'}",
+                f"--tls-cert-file={directory / 'serverCert.pem'}",
+                f"--tls-private-key={directory / 'serverKey.pem'}",
+                "--v=2",
+            ],
+            env={"NAMESPACE": "kube-system"},
+        )
+        holder: list[AdmissionController] = []
+        ready = asyncio.Event()
+
+        async def component(ctx: ComponentContext) -> None:
+            controller = AdmissionController(ctx, host="127.0.0.1", port=0)
+            holder.append(controller)
+            try:
+                await controller.start()
+                ready.set()
+                await asyncio.Event().wait()
+            finally:
+                await controller.stop()
+
+        runtime = Runtime(
+            settings,
+            components=[ComponentSpec("admission-controller", lambda ctx: functools.partial(component, ctx))],
+        )
+        task = asyncio.create_task(runtime.run(install_signal_handlers=False))
+        try:
+            await asyncio.wait_for(ready.wait(), 60)
+            controller = holder[0]
+            print(f"VPAs cached: {len(controller.ctx.vpas)}")
+            # Correctness first: the review is admitted with the VPA's recommendation.
+            client = ssl.create_default_context(cadata=(directory / "caCert.pem").read_text())
+            async with aiohttp.ClientSession() as session, session.post(
+                f"https://localhost:{controller.port}/", data=body,
+                headers={"Content-Type": "application/json"}, ssl=client,
+            ) as resp:  # fmt: skip
+                answer: dict[str, Any] = (await resp.json())["response"]
+            patch = orjson.loads(base64.b64decode(answer["patch"]))
+            assert any(op["value"] == "300m" for op in patch), patch
+            yield controller
+        finally:
+            runtime.stop_event.set()
+            await task
+
+
+def write_wrk_script(directory: Path, body: bytes) -> Path:
+    """A wrk Lua script POSTing `body` as JSON (the body in a file beside it)."""
+    script = directory / "post.lua"
+    (directory / "body.json").write_bytes(body)
+    script.write_text(
+        'wrk.method = "POST"\n'
+        f'local f = io.open("{directory / "body.json"}", "rb")\n'
+        'wrk.body = f:read("*a")\nf:close()\n'
+        'wrk.headers["Content-Type"] = "application/json"\n'
+    )
+    return script
+
+
 async def _floor_server(directory: Path) -> tuple[web.AppRunner, int]:
     async def handle(request: web.Request) -> web.Response:
         orjson.loads(await request.read())
@@ -241,92 +316,32 @@ async def _run(duration_s: float, profile: bool = False) -> int:
     with tempfile.TemporaryDirectory(prefix="vpa-bench-") as tmp:
         directory = Path(tmp)
         _write_certs(directory)
-        script = directory / "post.lua"
-        (directory / "body.json").write_bytes(body)
-        script.write_text(
-            'wrk.method = "POST"\n'
-            f'local f = io.open("{directory / "body.json"}", "rb")\n'
-            'wrk.body = f:read("*a")\nf:close()\n'
-            'wrk.headers["Content-Type"] = "application/json"\n'
-        )
-        async with SimCluster(
-            nodes=1, behaviour=False, webhook_services={("kube-system", "vpa-webhook"): ("127.0.0.1", 0)}
-        ) as cluster:
-            started = time.perf_counter()
-            await _populate(cluster)
-            print(f"populated {N_VPAS + 1} VPAs in {time.perf_counter() - started:.1f} s")
-            settings = parse_run_args(
-                [
-                    f"--kubeconfig={cluster.kubeconfig_path}",
-                    "--address=127.0.0.1:0",
-                    "--components=admission-controller",
-                    f"--client-ca-file={directory / 'caCert.pem'}",
-                    f"--tls-cert-file={directory / 'serverCert.pem'}",
-                    f"--tls-private-key={directory / 'serverKey.pem'}",
-                    "--v=2",
-                ],
-                env={"NAMESPACE": "kube-system"},
-            )
-            holder: list[AdmissionController] = []
-            ready = asyncio.Event()
-
-            async def component(ctx: ComponentContext) -> None:
-                controller = AdmissionController(ctx, host="127.0.0.1", port=0)
-                holder.append(controller)
-                try:
-                    await controller.start()
-                    ready.set()
-                    await asyncio.Event().wait()
-                finally:
-                    await controller.stop()
-
-            runtime = Runtime(
-                settings,
-                components=[
-                    ComponentSpec("admission-controller", lambda ctx: functools.partial(component, ctx))
-                ],
-            )
-            task = asyncio.create_task(runtime.run(install_signal_handlers=False))
+        script = write_wrk_script(directory, body)
+        async with serving_webhook(directory, body) as controller:
             floor_runner, floor_port = await _floor_server(directory)
-            try:
-                await asyncio.wait_for(ready.wait(), 60)
-                controller = holder[0]
-                print(f"VPAs cached: {len(controller.ctx.vpas)}")
-                # Correctness first: the review is admitted with the VPA's recommendation.
-                client = ssl.create_default_context(cadata=(directory / "caCert.pem").read_text())
-                async with aiohttp.ClientSession() as session, session.post(
-                    f"https://localhost:{controller.port}/", data=body,
-                    headers={"Content-Type": "application/json"}, ssl=client,
-                ) as resp:  # fmt: skip
-                    answer: dict[str, Any] = (await resp.json())["response"]
-                patch = orjson.loads(base64.b64decode(answer["patch"]))
-                assert any(op["value"] == "300m" for op in patch), patch
-                loads_before = controller.targets.api_loads
+            loads_before = controller.targets.api_loads
 
-                if profile:  # where the webhook's time goes under load (cProfile slows it down)
-                    profiler = cProfile.Profile()
-                    profiler.enable()
-                    await _wrk(controller.port, 32, duration_s, script)
-                    profiler.disable()
-                    pstats.Stats(profiler).sort_stats("tottime").print_stats(30)
-                results: dict[tuple[str, int], tuple[float, float]] = {}
-                cpu_us: dict[str, float] = {}
-                for connections in (32, 1):
-                    for name, port in (("floor", floor_port), ("webhook", controller.port)):
-                        cpu_before = time.process_time()
-                        rps, p99, text = await _wrk(port, connections, duration_s, script)
-                        results[(name, connections)] = (rps, p99)
-                        if connections == 32:
-                            # Server CPU per request: robust when other processes share the machine.
-                            done = _DONE.search(text)
-                            assert done is not None
-                            cpu_us[name] = (time.process_time() - cpu_before) / int(done.group(1)) * 1e6
-                applied = controller.metrics.pods.labels(applied="true")._value.get()
-                api_reads = controller.targets.api_loads - loads_before
-            finally:
-                await floor_runner.cleanup()
-                runtime.stop_event.set()
-                await task
+            if profile:  # where the webhook's time goes under load (cProfile slows it down)
+                profiler = cProfile.Profile()
+                profiler.enable()
+                await _wrk(controller.port, 32, duration_s, script)
+                profiler.disable()
+                pstats.Stats(profiler).sort_stats("tottime").print_stats(30)
+            results: dict[tuple[str, int], tuple[float, float]] = {}
+            cpu_us: dict[str, float] = {}
+            for connections in (32, 1):
+                for name, port in (("floor", floor_port), ("webhook", controller.port)):
+                    cpu_before = time.process_time()
+                    rps, p99, text = await _wrk(port, connections, duration_s, script)
+                    results[(name, connections)] = (rps, p99)
+                    if connections == 32:
+                        # Server CPU per request: robust when other processes share the machine.
+                        done = _DONE.search(text)
+                        assert done is not None
+                        cpu_us[name] = (time.process_time() - cpu_before) / int(done.group(1)) * 1e6
+            applied = controller.metrics.pods.labels(applied="true")._value.get()
+            api_reads = controller.targets.api_loads - loads_before
+            await floor_runner.cleanup()
 
     floor32, hook32 = results[("floor", 32)], results[("webhook", 32)]
     floor1, hook1 = results[("floor", 1)], results[("webhook", 1)]
