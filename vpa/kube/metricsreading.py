@@ -25,7 +25,7 @@ from vpa.model.quantity import Quantity, QuantityError
 
 METRICS_GROUP: Final = "metrics.k8s.io"
 METRICS_VERSION: Final = "v1beta1"
-_SLICE_S: Final = 0.005  # longest stretch of item conversion between yields to the event loop
+_SLICE_S: Final = 0.003  # longest stretch of item conversion between yields to the event loop
 
 
 @dataclass(frozen=True, slots=True)
