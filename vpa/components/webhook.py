@@ -639,6 +639,9 @@ class AdmissionController:
                 service=self.settings.webhook_service,
                 policy=self_managed_policy,
             )
+            log.info("admission_certificates_self_managed",
+                     reason=f"neither {self.files.cert_file} nor {self.files.key_file} exists",
+                     secret=f"{self.settings.webhook_service_namespace}/{certs.SECRET_NAME}")
         self.metrics = AdmissionMetrics(ctx.registry)
         self.targets = AdmissionTargets(ctx.client, ctx.clock)
         namespace = ctx.settings.common.vpa_object_namespace or None
