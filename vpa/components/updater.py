@@ -48,7 +48,7 @@ from vpa.components.context import ComponentContext
 from vpa.kube.actuating import Actuator, Outcome, Result
 from vpa.kube.controllers import KINDS, ControllerCaches
 from vpa.kube.eventing import EventRecorder, ObjectRef
-from vpa.kube.leasing import DeadlineExceeded, LeaseFreshness, call_with_deadline
+from vpa.kube.leasing import API_CALL_MIN_WALL_S, DeadlineExceeded, LeaseFreshness, call_with_deadline
 from vpa.kube.ratelimiting import TokenBucket
 from vpa.logic.capping import cap_pod_recommendations
 from vpa.logic.infeasible import InfeasibleAttempts
@@ -333,7 +333,10 @@ class Updater:
         while True:
             started = self.clock.monotonic()
             try:
-                await call_with_deadline(self.clock, interval, self.run_once())
+                # At least API_CALL_MIN_WALL_S of real time: on a fast virtual clock (`--clock=sim`) one
+                # interval is milliseconds, less than the loop's API calls take.
+                await call_with_deadline(self.clock, interval, self.run_once(),
+                                         min_wall_s=API_CALL_MIN_WALL_S)
             except asyncio.CancelledError:
                 raise
             except DeadlineExceeded:

@@ -41,19 +41,28 @@ LEASE_GROUP = "coordination.k8s.io"
 LEASE_VERSION = "v1"
 # client-go's wait.JitterUntil factor for the acquire loop.
 _JITTER_FACTOR = 1.2
+# Real time an API call of the status lease is always allowed, however fast a virtual clock runs.
+API_CALL_MIN_WALL_S = 5.0
 
 
 class DeadlineExceeded(Exception):
     """An API call did not finish before its deadline on the injected clock."""
 
 
-async def call_with_deadline(clock: Clock, timeout_s: float, coro: Coroutine[Any, Any, R]) -> R:
-    """Await `coro`, cancelling it if `timeout_s` passes on `clock` first (virtual clocks included)."""
+async def call_with_deadline(clock: Clock, timeout_s: float, coro: Coroutine[Any, Any, R], *,
+                             min_wall_s: float = 0.0) -> R:
+    """Await `coro`, cancelling it if `timeout_s` passes on `clock` first (virtual clocks included).
+
+    `min_wall_s`: never cut the call off before this much real time either. For deadlines that only keep a
+    loop from hanging (not the lease-safety bounds of leader election): on a virtual clock running hundreds
+    of times faster than real time, `timeout_s` is a few milliseconds of real time, less than an API call
+    takes."""
     if timeout_s <= 0:
         coro.close()
         raise DeadlineExceeded(f"no time left ({timeout_s:.3f} s)")
     work: asyncio.Task[R] = asyncio.ensure_future(coro)
-    timer = asyncio.ensure_future(clock.sleep(timeout_s))
+    timer = asyncio.ensure_future(_both(clock.sleep(timeout_s), asyncio.sleep(min_wall_s)) if min_wall_s > 0
+                                  else clock.sleep(timeout_s))
     try:
         await asyncio.wait({work, timer}, return_when=asyncio.FIRST_COMPLETED)
     finally:
@@ -66,6 +75,10 @@ async def call_with_deadline(clock: Clock, timeout_s: float, coro: Coroutine[Any
     if work.cancelled() or not work.done():
         raise DeadlineExceeded(f"API call exceeded {timeout_s:.3f} s")
     return work.result()
+
+
+async def _both(first: Coroutine[Any, Any, None], second: Coroutine[Any, Any, None]) -> None:
+    await asyncio.gather(first, second)
 
 
 def format_micro_time(unix_s: float) -> str:
@@ -464,7 +477,8 @@ class StatusLeaseRenewer:
     async def renew_once(self) -> bool:
         """One round; True when the lease was written (or another replica won a harmless race)."""
         try:
-            await call_with_deadline(self._clock, self.interval_s, self._renew())
+            await call_with_deadline(self._clock, self.interval_s, self._renew(),
+                                     min_wall_s=API_CALL_MIN_WALL_S)
         except Conflict:
             self.renewals += 1
             return True
@@ -512,6 +526,7 @@ class LeaseFreshness:
                 self._clock,
                 self._request_timeout_s,
                 self._client.request_json("GET", lease_path(self.namespace, self.name), max_retries=1),
+                min_wall_s=API_CALL_MIN_WALL_S,
             )
         except NotFound:
             return None

@@ -110,6 +110,27 @@ async def test_call_with_deadline_on_a_virtual_clock() -> None:
         await call_with_deadline(clock, 0, quick())
 
 
+async def test_call_with_deadline_gives_a_fast_virtual_clock_a_floor_of_real_time() -> None:
+    clock = VirtualClock(time_scale=1000.0)  # 5 virtual seconds pass in 5 ms
+
+    async def api_call() -> str:
+        await asyncio.sleep(0.05)  # what a real API call takes
+        return "answered"
+
+    with pytest.raises(DeadlineExceeded):
+        await call_with_deadline(clock, 5, api_call())
+    assert await call_with_deadline(clock, 5, api_call(), min_wall_s=0.2) == "answered"
+
+    async def hung() -> str:
+        await asyncio.Event().wait()
+        return "never"
+
+    started = asyncio.get_running_loop().time()
+    with pytest.raises(DeadlineExceeded):
+        await call_with_deadline(clock, 5, hung(), min_wall_s=0.2)
+    assert 0.2 <= asyncio.get_running_loop().time() - started < 2
+
+
 async def test_call_with_deadline_propagates_errors() -> None:
     async def boom() -> None:
         raise NotFound(404, "NotFound", "gone")
