@@ -194,6 +194,17 @@ async def test_kubectl_apply_invalid_vpa_fails_with_our_message(tmp_path: Path) 
                 assert message in err, err
                 assert cluster.store.get(VPA, "default", name) is None
 
+            # An unknown update mode never reaches the webhook: the CRD's enum (ours, as upstream's) refuses
+            # it first, naming the field.
+            code, out, err = await kubectl(
+                cluster, "apply", "-f", "-",
+                stdin=yaml.safe_dump(_vpa("bad-mode", "web", updatePolicy={"updateMode": "Sometimes"})),
+            )  # fmt: skip
+            assert code != 0, out
+            assert "spec.updatePolicy.updateMode" in err, err
+            assert '"Sometimes"' in err, err
+            assert cluster.store.get(VPA, "default", "bad-mode") is None
+
     async with (
         SimCluster(nodes=1, behaviour=True, webhook_services=dict(SERVICES)) as cluster,
         running_webhook(cluster, *cert_flags(directory), "--feature-gates=InPlace=true"),
