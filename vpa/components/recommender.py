@@ -27,10 +27,11 @@ step's failure stop the loop, or write a status that did not change.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import time
 from collections import OrderedDict, deque
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol, TypeVar
 
@@ -41,7 +42,7 @@ from vpa.components.health import HealthState, LoopHistogram, UnsuffixedCounter
 from vpa.components.recommender_history import HistorySource, PrometheusClientMetrics, load_history
 from vpa.kube.client import JsonObj, KubeClient
 from vpa.kube.evictionwatching import eviction_event_cache
-from vpa.kube.historyreading import PrometheusHistoryReader
+from vpa.kube.historyreading import ClusterHistory, PrometheusHistoryReader, RequestObserver
 from vpa.kube.metricsreading import MetricsRead, PodMetricsReader
 from vpa.kube.statuswriting import CheckpointStore, VpaStatusWriter
 from vpa.kube.targets import Resolution, TargetResolver
@@ -1031,6 +1032,49 @@ async def _tick_forever(clock: Clock, interval: float, health: HealthState | Non
             health.add_activity(COMPONENT, 5 * interval)
 
 
+class _SharedReads:
+    """The checkpoint store and history source of a group, with their reads shared while the group restores:
+    one checkpoint LIST and one Prometheus read serve every hosted recommender (each keeps what it handles).
+    Writes, deletes and reads outside a restore go straight through."""
+
+    def __init__(self, checkpoints: CheckpointSink, history: HistorySource | None) -> None:
+        self._checkpoints = checkpoints
+        self._history = history
+        self._sharing = False
+        self._items: list[JsonObj] | None = None
+        self._read: ClusterHistory | None = None
+
+    @contextlib.contextmanager
+    def sharing(self) -> Iterator[None]:
+        self._sharing = True
+        try:
+            yield
+        finally:
+            self._sharing, self._items, self._read = False, None, None
+
+    async def list(self) -> list[JsonObj]:
+        if not self._sharing:
+            return await self._checkpoints.list()
+        if self._items is None:
+            self._items = await self._checkpoints.list()  # a failed LIST is not kept: the next one retries
+        return self._items
+
+    async def write(self, namespace: str, name: str, vpa_name: str, container_name: str,
+                    status: Mapping[str, Any]) -> None:
+        await self._checkpoints.write(namespace, name, vpa_name, container_name, status)
+
+    async def delete(self, namespace: str, name: str) -> None:
+        await self._checkpoints.delete(namespace, name)
+
+    async def read(self, now: float, on_request: RequestObserver | None = None) -> ClusterHistory:
+        assert self._history is not None
+        if not self._sharing:
+            return await self._history.read(now, on_request)
+        if self._read is None:
+            self._read = await self._history.read(now, on_request)
+        return self._read
+
+
 class RecommenderGroup:
     """The recommenders `--recommender-name=a,b,…` hosts in one process (AEP-3919, our extension): one
     `Recommender` per name with its own settings (`--recommender-overrides`) and cluster state, each
@@ -1041,13 +1085,15 @@ class RecommenderGroup:
 
     def __init__(self, recommenders: Sequence[Recommender], *, clock: Clock,
                  health: HealthState | None = None,
-                 background: Sequence[Callable[[], Awaitable[None]]] = ()) -> None:
+                 background: Sequence[Callable[[], Awaitable[None]]] = (),
+                 shared: _SharedReads | None = None) -> None:
         if not recommenders:
             raise ValueError("a recommender group needs at least one recommender")
         self.recommenders = tuple(recommenders)
         self._clock = clock
         self._health = health
         self._background = tuple(background)
+        self._shared = shared
 
     @classmethod
     def from_client(
@@ -1069,24 +1115,25 @@ class RecommenderGroup:
         metrics_source = PodMetricsReader(client, namespace)
         resolver = TargetResolver(client, clock, namespace=namespace)
         status_writer = VpaStatusWriter(client)
-        checkpoints = CheckpointStore(client, namespace)
         events = eviction_event_cache(client, clock, namespace)
-        history = (PrometheusHistoryReader(settings.prometheus, namespace=common.vpa_object_namespace)
-                   if settings.storage == "prometheus" else None)
+        reader = (PrometheusHistoryReader(settings.prometheus, namespace=common.vpa_object_namespace)
+                  if settings.storage == "prometheus" else None)
+        shared = _SharedReads(CheckpointStore(client, namespace), reader)
         history_metrics = PrometheusClientMetrics(registry)
         names = settings.recommender_names
         recommenders = [
             Recommender(
                 settings.for_name(name), pods=pods, vpas=vpas, clock=clock, metrics_source=metrics_source,
-                resolver=resolver, status_writer=status_writer, checkpoints=checkpoints, metrics=metrics,
+                resolver=resolver, status_writer=status_writer, checkpoints=shared, metrics=metrics,
                 namespace=common.vpa_object_namespace,
                 ignored_namespaces=common.ignored_vpa_object_namespaces,
                 per_vpa_config=gates.per_vpa_config, hosted_names=names, collects_checkpoints=index == 0,
-                events=events, history=history, history_metrics=history_metrics,
+                events=events, history=shared if reader is not None else None,
+                history_metrics=history_metrics,
             )
             for index, name in enumerate(names)
         ]
-        return cls(recommenders, clock=clock, health=health, background=[events.run])
+        return cls(recommenders, clock=clock, health=health, background=[events.run], shared=shared)
 
     def by_name(self, name: str) -> Recommender:
         for rec in self.recommenders:
@@ -1099,7 +1146,10 @@ class RecommenderGroup:
             rec.reset()
 
     async def restore(self) -> list[RestoreReport]:
-        return [await rec.restore() for rec in self.recommenders]
+        if self._shared is None:
+            return [await rec.restore() for rec in self.recommenders]
+        with self._shared.sharing():
+            return [await rec.restore() for rec in self.recommenders]
 
     async def run_once(self) -> list[LoopReport]:
         return await run_loop(self.recommenders)

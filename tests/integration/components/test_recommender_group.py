@@ -92,6 +92,17 @@ async def test_two_named_recommenders_in_one_loop() -> None:
         names = sorted(c["metadata"]["name"] for c in h.cluster.store.list(CHECKPOINTS, "default"))
         assert names == ["fast-app", "web-app"]
 
-        # A new term restores each recommender from its own checkpoints only.
-        restored = await group_of(h, flags).restore()
+        # A new term restores each recommender from its own checkpoints only, from one shared LIST.
+        again = group_of(h, flags)
+        store = again._shared._checkpoints  # type: ignore[union-attr]
+        listed = store.list
+        lists = []
+
+        async def counting_list() -> list[dict[str, object]]:
+            lists.append(1)
+            return await listed()
+
+        store.list = counting_list  # type: ignore[method-assign]
+        restored = await again.restore()
         assert [r.loaded for r in restored] == [1, 1]
+        assert len(lists) == 1
