@@ -58,6 +58,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
                 "recommender-interval": "30s",
                 "oom-min-bump-up-bytes": 104857600,
                 "storage": "prometheus",
+                "prometheus-bearer-token-file": "/etc/prometheus/token",
                 "use-external-metrics": True,
             }
         },
@@ -68,6 +69,10 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "pod": {
             "priorityClassName": "system-cluster-critical",
             "nodeSelector": {"kubernetes.io/os": "linux"},
+            "extraVolumes": [{"name": "prometheus-token", "secret": {"secretName": "prometheus-token"}}],
+            "extraVolumeMounts": [
+                {"name": "prometheus-token", "mountPath": "/etc/prometheus", "readOnly": True}
+            ],
         },
     },
 }
@@ -266,6 +271,17 @@ def test_self_managed_certificates_mount_nothing(tmp_path: Path) -> None:
     deployment = render({}, tmp_path).deployments()["vpa"]
     assert [v["name"] for v in deployment["spec"]["template"]["spec"]["volumes"]] == ["tmp"]
     assert not any(a.startswith(("--tls-cert-file", "--client-ca-file")) for a in args_of(deployment))
+
+
+def test_extra_volumes_are_mounted_beside_the_charts_own(tmp_path: Path) -> None:
+    deployment = render(VARIANTS["everything-set"], tmp_path).deployments()["vpa"]
+    pod = deployment["spec"]["template"]["spec"]
+    assert [v["name"] for v in pod["volumes"]] == ["tmp", "prometheus-token"]
+    assert pod["volumes"][1]["secret"] == {"secretName": "prometheus-token"}
+    mounts = {m["name"]: m for m in container(deployment)["volumeMounts"]}
+    assert mounts["prometheus-token"] == {"name": "prometheus-token", "mountPath": "/etc/prometheus",
+                                          "readOnly": True}
+    assert "--prometheus-bearer-token-file=/etc/prometheus/token" in args_of(deployment)
 
 
 def test_flags_and_gates_from_values_appear_in_args(tmp_path: Path) -> None:
