@@ -126,7 +126,9 @@ class MetricsSource(Protocol):
     @property
     def client_name(self) -> str: ...
 
-    async def read(self) -> MetricsRead: ...
+    async def read(self) -> MetricsRead:
+        """A new read on every call: the loop empties its `pods` once every recommender applied them."""
+        ...
 
 
 class Resolver(Protocol):
@@ -415,6 +417,13 @@ class _Pacer:
     async def pause(self) -> None:
         await asyncio.sleep(0)
         self.started = time.perf_counter()
+
+
+async def _release(items: list[Any], chunk: int = 1000) -> None:
+    """Empty a big list (a read this loop owns) a chunk at a time, yielding to the event loop between."""
+    while items:
+        del items[-chunk:]
+        await asyncio.sleep(0)
 
 
 async def _paced(steps: Generator[None, None, T], pacer: _Pacer) -> T:
@@ -1040,10 +1049,10 @@ async def run_loop(recommenders: Sequence[Recommender]) -> list[LoopReport]:
                     await part[step]()
             except Exception:
                 log.exception("recommender_step_failed", step=step, recommender=rec.settings.recommender_name)
-        if step == "LoadMetrics":
-            # Freed here, before the next step's yield, rather than with the rest of this frame at the end
-            # of the loop: a 10,000-pod read is 60,000 objects, about 5 ms to free.
-            read.clear()
+        if step == "LoadMetrics" and read:
+            # Freed a chunk at a time rather than with this frame at the end of the loop: a 10,000-pod
+            # read is 60,000 objects, about 5 ms to free in one go.
+            await _release(read.pop().pods)
         elapsed = time.perf_counter() - step_started
         for report in reports:
             report.step_seconds[step] = elapsed
