@@ -3,11 +3,20 @@ recommendation facade over it."""
 
 from __future__ import annotations
 
+from collections.abc import Generator
+
 import pytest
 
 from vpa.logic.aggregation import AggregationConfig
 from vpa.logic.checkpointing import CheckpointError, checkpoint_status
-from vpa.logic.recommender_cluster import ClusterState, ContainerId, PodId, UnknownContainerError
+from vpa.logic.recommender_cluster import (
+    GC_STEP,
+    AggregateStateKey,
+    ClusterState,
+    ContainerId,
+    PodId,
+    UnknownContainerError,
+)
 from vpa.logic.recommending import RecommenderConfig, RecommenderCore
 from vpa.model.resources import Resources
 from vpa.model.selector import Selector
@@ -179,6 +188,49 @@ def test_garbage_collection_is_rate_limited_to_once_an_hour() -> None:
     deleted = cluster.maybe_garbage_collect(MIDNIGHT + 3600)
     assert [key.container_name for key in deleted] == ["app"]
     assert len(cluster.aggregates) == 1  # the active pod's empty aggregate stays
+
+
+def _exhaust(steps: Generator[None, None, list[AggregateStateKey]]) -> tuple[list[AggregateStateKey], int]:
+    """Run a generator of garbage-collection steps to its end: (its result, how many times it paused)."""
+    pauses = 0
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value, pauses
+        pauses += 1
+
+
+def test_garbage_collection_in_steps_matches_the_single_pass() -> None:
+    """`garbage_collect_steps` pauses every `GC_STEP` aggregates it handles and ends with what
+    `garbage_collect` would have done: the same keys deleted, in the same order, and VPA links dropped."""
+    pods = GC_STEP + 40
+
+    def build() -> ClusterState:
+        cluster = ClusterState(AggregationConfig())
+        cluster.add_or_update_vpa(VpaView(namespace="default", name="web"), WEB)
+        for index in range(pods):
+            _pod(cluster, f"p{index}", {"app": "web", "i": str(index)}, containers=("app", "side"),
+                 phase="Succeeded" if index % 3 == 0 else "Running")
+        return cluster
+
+    single, stepped = build(), build()
+    expected = single.garbage_collect(MIDNIGHT + DAY)
+    deleted, pauses = _exhaust(stepped.garbage_collect_steps(MIDNIGHT + DAY))
+    assert deleted == expected
+    assert len(expected) == 2 * ((pods + 2) // 3)  # both containers of every finished pod
+    assert pauses >= 2 * pods // GC_STEP  # the scan alone looked at 2 × `pods` aggregates
+    assert list(stepped.aggregates) == list(single.aggregates)
+    assert list(stepped.merged_states("default", "web")) == list(single.merged_states("default", "web"))
+
+
+def test_maybe_garbage_collect_steps_start_the_clock_first() -> None:
+    cluster = ClusterState(AggregationConfig())
+    _pod(cluster, "done", {"app": "web"}, phase="Succeeded")
+    assert _exhaust(cluster.maybe_garbage_collect_steps(MIDNIGHT)) == ([], 0)  # starts the clock
+    assert _exhaust(cluster.maybe_garbage_collect_steps(MIDNIGHT + 3599)) == ([], 0)  # too soon
+    deleted, _ = _exhaust(cluster.maybe_garbage_collect_steps(MIDNIGHT + 3600))
+    assert [key.container_name for key in deleted] == ["app"]
 
 
 def test_default_settings_map_to_the_default_config() -> None:
