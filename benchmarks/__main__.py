@@ -18,6 +18,7 @@ BENCHMARKS: dict[str, str] = {
     "replay_throughput": "benchmarks.replay_throughput",
     "updater_decisions": "benchmarks.updater_decisions",
     "recommender_loop": "benchmarks.recommender_loop",
+    "metrics_read": "benchmarks.metrics_read",
     "webhook_throughput": "benchmarks.webhook_throughput",
     "webhook_during_recommender": "benchmarks.webhook_during_recommender",
     "updater_inplace_e2e": "benchmarks.updater_inplace_e2e",

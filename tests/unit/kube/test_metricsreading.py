@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from vpa.kube.converting import ConversionError
-from vpa.kube.metricsreading import ContainerUsage, pod_usage_from_dict
+from vpa.kube.metricsreading import ContainerUsage, list_items, pod_usage_from_dict
 
 
 def item(**containers: dict[str, Any]) -> dict[str, Any]:
@@ -50,3 +53,53 @@ def test_malformed_items_name_the_field(obj: dict[str, Any], field: str) -> None
     with pytest.raises(ConversionError) as err:
         pod_usage_from_dict(obj)
     assert err.value.field == field
+
+
+# --- list_items: a list document's items, one at a time -----------------------------------------------
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@given(
+    st.lists(_JSON, max_size=8),
+    st.dictionaries(st.sampled_from(["kind", "apiVersion", "metadata", "extra"]), _JSON, max_size=4),
+    st.sampled_from([",", ", ", ",\n  "]),
+    st.booleans(),
+)
+def test_list_items_equal_the_parsed_documents_items(
+    items: list[object], others: dict[str, object], separator: str, items_first: bool
+) -> None:
+    fields = [("items", items), *others.items()] if items_first else [*others.items(), ("items", items)]
+    body = "{" + separator.join(f"{json.dumps(k)}: {json.dumps(v, indent=None)}" for k, v in fields) + "}"
+    assert list(list_items(body)) == json.loads(body)["items"]
+
+
+@pytest.mark.parametrize(
+    ("body", "items"),
+    [
+        ('{"kind": "PodMetricsList", "items": []}', []),
+        ('{"items": null, "kind": "PodMetricsList"}', []),
+        ('{"kind": "PodMetricsList"}', []),
+        ("{}", []),
+        (' \n{ "items" : [ {"a": 1} , {"b": [2]} ] } \n', [{"a": 1}, {"b": [2]}]),
+    ],
+    ids=["empty", "null", "absent", "empty-object", "whitespace"],
+)
+def test_list_items_edge_cases(body: str, items: list[object]) -> None:
+    assert list(list_items(body)) == items
+
+
+@pytest.mark.parametrize(
+    "body",
+    ["[]", '{"items": {}}', '{"items": [1, 2', '{"items": [1 2]}', '{"items": [1]} x', '{"items" [1]}',
+     '{"items": [1],}', "", "null"],
+    ids=["array", "items-object", "truncated", "no-comma", "trailing-data", "no-colon", "trailing-comma",
+         "empty", "null"],
+)
+def test_list_items_refuses_what_is_not_a_list_document(body: str) -> None:
+    with pytest.raises((ValueError, IndexError)):
+        list(list_items(body))
