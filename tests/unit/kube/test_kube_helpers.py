@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import orjson
 import pytest
@@ -125,10 +126,11 @@ async def test_call_with_deadline_gives_a_fast_virtual_clock_a_floor_of_real_tim
         await asyncio.Event().wait()
         return "never"
 
-    started = asyncio.get_running_loop().time()
+    started = time.monotonic()
     with pytest.raises(DeadlineExceeded):
         await call_with_deadline(clock, 5, hung(), min_wall_s=0.2)
-    assert 0.2 <= asyncio.get_running_loop().time() - started < 2
+    # uvloop's timers have millisecond granularity: allow them to fire a little early.
+    assert 0.18 <= time.monotonic() - started < 2
 
 
 async def test_call_with_deadline_propagates_errors() -> None:
