@@ -12,12 +12,10 @@ import time
 from pathlib import Path
 
 import aiohttp
-import orjson
 import pytest
 import yaml
-from aiohttp import web
 
-from vpa.sim.apiserver.tls import generate_certs
+from tests.integration.webhook_fake import FakeWebhook, patching_webhook
 from vpa.sim.main import build_parser
 
 REPO = Path(__file__).resolve().parents[3]
@@ -186,34 +184,15 @@ spec:
 
 async def test_vpa_sim_serves_crd_files_and_maps_webhook_services(tmp_path: Path) -> None:
     """`--crd FILE` kinds are served (discovery, create, get); `--webhook-service` maps a service webhook."""
-    certs = generate_certs("webhook", ("127.0.0.1", "labeller.hooks.svc"))
-    calls: list[str] = []
+    async with patching_webhook(
+        lambda _: [{"op": "add", "path": "/metadata/labels", "value": {"labelled": "yes"}}],
+        hosts=("127.0.0.1", "labeller.hooks.svc"),
+    ) as hook:
+        await _serves_crd_files_and_maps_webhook_services(tmp_path, hook)
 
-    async def mutate(request: web.Request) -> web.Response:
-        review = await request.json()
-        calls.append(review["request"]["resource"]["resource"])
-        patch = [{"op": "add", "path": "/metadata/labels", "value": {"labelled": "yes"}}]
-        return web.json_response(
-            {
-                "apiVersion": "admission.k8s.io/v1",
-                "kind": "AdmissionReview",
-                "response": {
-                    "uid": review["request"]["uid"],
-                    "allowed": True,
-                    "patchType": "JSONPatch",
-                    "patch": base64.b64encode(orjson.dumps(patch)).decode(),
-                },
-            }
-        )
 
-    app = web.Application()
-    app.router.add_post("/mutate", mutate)
-    runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=certs.server_context())
-    await site.start()
-    assert site._server is not None
-    hook_port = site._server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
+async def _serves_crd_files_and_maps_webhook_services(tmp_path: Path, hook: FakeWebhook) -> None:
+    hook_port = hook.port
     crd_file = tmp_path / "widgets.yaml"
     crd_file.write_text(WIDGET_CRD)
     proc, info = await _start(
@@ -267,7 +246,7 @@ async def test_vpa_sim_serves_crd_files_and_maps_webhook_services(tmp_path: Path
                         "name": "labeller.example.com",
                         "clientConfig": {
                             "service": {"namespace": "hooks", "name": "labeller", "path": "/mutate"},
-                            "caBundle": base64.b64encode(certs.ca_cert_pem).decode(),
+                            "caBundle": hook.ca_bundle,
                         },
                         "rules": [
                             {
@@ -290,9 +269,8 @@ async def test_vpa_sim_serves_crd_files_and_maps_webhook_services(tmp_path: Path
             async with s.post(path, json=dict(body, metadata={"name": "w2"})) as r:
                 assert r.status == 201, await r.text()
                 assert (await r.json())["metadata"]["labels"] == {"labelled": "yes"}
-        assert calls == ["widgets"]
+        assert [r["request"]["resource"]["resource"] for r in hook.reviews] == ["widgets"]
     finally:
         proc.send_signal(signal.SIGTERM)
         rc = await asyncio.wait_for(proc.wait(), 15)
-        await runner.cleanup()
     assert rc == 0

@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import base64
 import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
-
-import orjson
-from aiohttp import web
 
 from tests.integration.sim_cluster.helpers import (
     condition,
@@ -19,7 +15,7 @@ from tests.integration.sim_cluster.helpers import (
     pod,
     sim,
 )
-from vpa.sim.apiserver.tls import generate_certs
+from tests.integration.webhook_fake import patching_webhook
 
 
 def pods_of(cluster, app: str) -> list[dict[str, Any]]:
@@ -33,38 +29,15 @@ def pods_of(cluster, app: str) -> list[dict[str, Any]]:
 @contextlib.asynccontextmanager
 async def annotating_webhook() -> AsyncIterator[tuple[str, str, list[str]]]:
     """An HTTPS mutating webhook that annotates every pod it sees; yields (caBundle, names seen)."""
-    certs = generate_certs("webhook", ("127.0.0.1",))
     seen: list[str] = []
 
-    async def handle(request: web.Request) -> web.Response:
-        review = await request.json()
+    def annotate(review: dict[str, Any]) -> list[dict[str, Any]]:
         obj = review["request"]["object"]
         seen.append(obj["metadata"].get("name") or obj["metadata"].get("generateName", ""))
-        ops = [{"op": "add", "path": "/metadata/annotations", "value": {"admitted-by": "test-webhook"}}]
-        return web.json_response(
-            {
-                "apiVersion": "admission.k8s.io/v1",
-                "kind": "AdmissionReview",
-                "response": {
-                    "uid": review["request"]["uid"],
-                    "allowed": True,
-                    "patchType": "JSONPatch",
-                    "patch": base64.b64encode(orjson.dumps(ops)).decode(),
-                },
-            }
-        )
+        return [{"op": "add", "path": "/metadata/annotations", "value": {"admitted-by": "test-webhook"}}]
 
-    app = web.Application()
-    app.router.add_post("/mutate", handle)
-    runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=certs.server_context())
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        yield f"https://127.0.0.1:{port}/mutate", base64.b64encode(certs.ca_cert_pem).decode(), seen
-    finally:
-        await runner.cleanup()
+    async with patching_webhook(annotate) as hook:
+        yield hook.url, hook.ca_bundle, seen
 
 
 async def test_eviction_respects_pdb_and_deployment_recreates_through_admission() -> None:
