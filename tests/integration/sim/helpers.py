@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import ssl
 from collections.abc import AsyncIterator
+from typing import Any
 
 import aiohttp
+import orjson
 
 from vpa.sim import SimCluster
 
@@ -21,3 +24,14 @@ async def tls_session(cluster: SimCluster) -> AsyncIterator[aiohttp.ClientSessio
         headers={"Authorization": "Bearer test"},
     ) as session:
         yield session
+
+
+async def read_events(resp: aiohttp.ClientResponse, n: int, timeout: float = 5.0) -> list[dict[str, Any]]:
+    """Up to `n` watch events from a streaming response (fewer if the stream ends first)."""
+    out: list[dict[str, Any]] = []
+    while len(out) < n:
+        line = await asyncio.wait_for(resp.content.readline(), timeout)
+        if not line:
+            break
+        out.append(orjson.loads(line))
+    return out

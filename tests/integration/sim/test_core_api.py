@@ -15,6 +15,7 @@ import pytest
 from kubernetes_asyncio import client, watch
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from tests.integration.sim.helpers import read_events
 from vpa.sim import SimCluster
 from vpa.sim.contracts import ApiError
 
@@ -256,16 +257,6 @@ async def _drain_watch(core: client.CoreV1Api, rv: str) -> None:
             pass
 
 
-async def _read_events(resp: aiohttp.ClientResponse, n: int, timeout: float = 5.0) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    while len(out) < n:
-        line = await asyncio.wait_for(resp.content.readline(), timeout)
-        if not line:
-            break
-        out.append(orjson.loads(line))
-    return out
-
-
 async def test_raw_watch_initial_events_selector_transitions_and_drop(
     cluster: SimCluster, http: aiohttp.ClientSession
 ) -> None:
@@ -277,7 +268,7 @@ async def test_raw_watch_initial_events_selector_transitions_and_drop(
         "/api/v1/namespaces/default/configmaps", params={"watch": "1", "labelSelector": "w=1"}
     ) as resp:
         assert resp.status == 200
-        first = await _read_events(resp, 1)
+        first = await read_events(resp, 1)
         assert first[0]["type"] == "ADDED"  # no resourceVersion: synthetic ADDED for existing objects
         assert first[0]["object"]["metadata"]["name"] == "pre"
         obj = store.get("configmaps", "default", "pre")
@@ -285,7 +276,7 @@ async def test_raw_watch_initial_events_selector_transitions_and_drop(
         relabelled = orjson.loads(orjson.dumps(obj))
         relabelled["metadata"]["labels"] = {"w": "2"}
         await store.update("configmaps", relabelled)  # leaves the selector: DELETED for this watcher
-        ev = await _read_events(resp, 1)
+        ev = await read_events(resp, 1)
         assert ev[0]["type"] == "DELETED"
         assert cluster.faults.drop_watches() == 1
         assert await asyncio.wait_for(resp.content.read(), 5) == b""
@@ -303,7 +294,7 @@ async def test_watch_send_initial_events_ends_with_annotated_bookmark(
         "timeoutSeconds": "3",
     }
     async with http.get("/api/v1/namespaces/default/configmaps", params=params) as resp:
-        events = await _read_events(resp, 2)
+        events = await read_events(resp, 2)
     assert events[0]["type"] == "ADDED"
     assert events[1]["type"] == "BOOKMARK"
     assert events[1]["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}

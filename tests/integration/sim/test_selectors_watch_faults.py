@@ -9,19 +9,9 @@ import time
 from typing import Any
 
 import aiohttp
-import orjson
 
+from tests.integration.sim.helpers import read_events
 from vpa.sim import SimCluster
-
-
-async def _read_events(resp: aiohttp.ClientResponse, n: int, timeout: float = 5.0) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    while len(out) < n:
-        line = await asyncio.wait_for(resp.content.readline(), timeout)
-        if not line:
-            break
-        out.append(orjson.loads(line))
-    return out
 
 
 async def _pod(cluster: SimCluster, namespace: str, name: str) -> None:
@@ -67,7 +57,7 @@ async def test_metadata_namespace_field_selector_in_list_and_watch(
     ) as r:
         await _pod(cluster, "default", "c")
         await _pod(cluster, "other", "d")
-        [ev] = await _read_events(r, 1)
+        [ev] = await read_events(r, 1)
     assert (ev["type"], ev["object"]["metadata"]["name"]) == ("ADDED", "d")
 
 
@@ -93,7 +83,7 @@ async def test_event_reason_field_selector_in_list_and_watch(
     ) as r:
         await cluster.store.create("events", _event("e3", "Scheduled"))
         await cluster.store.create("events", _event("e4", "EvictedByVPA"))
-        [ev] = await _read_events(r, 1)
+        [ev] = await read_events(r, 1)
     assert (ev["type"], ev["object"]["metadata"]["name"], ev["object"]["reason"]) == (
         "ADDED",
         "e4",
@@ -131,7 +121,7 @@ async def test_watch_from_a_compacted_resource_version_is_410_expired(
         "/api/v1/namespaces/default/configmaps", params={"watch": "1", "resourceVersion": rv}
     ) as r:
         assert r.status == 200
-        events = await _read_events(r, 2)
+        events = await read_events(r, 2)
     [ev] = events  # the ERROR event, then the stream ends
     assert ev["type"] == "ERROR"
     status = ev["object"]
