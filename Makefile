@@ -5,7 +5,7 @@ PYTEST_ARGS ?=
 HELM    := .tools/helm/helm
 KUBE_VERSION := 1.35.0
 
-.PHONY: setup demo run lint typecheck imports test check e2e e2e-kind bench tools chart chart-docs flags-doc clean
+.PHONY: setup demo run lint typecheck imports test check e2e e2e-kind e2e-cluster control-plane bench tools chart chart-docs flags-doc clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -44,6 +44,11 @@ e2e: setup
 
 e2e-kind:
 	@PY=$(PY) PYTEST_ARGS="$(PYTEST_ARGS)" bash hack/e2e-kind.sh
+
+# The real control plane (kube-apiserver, kube-controller-manager, kube-scheduler of the release pinned in
+# hack/cluster/go.mod, and etcd), built from the published Go modules into .tools/cluster/bin; cached.
+control-plane:
+	bash hack/cluster/build.sh
 
 bench: setup
 	$(PY) -m benchmarks

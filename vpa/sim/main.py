@@ -18,6 +18,8 @@ from pathlib import Path
 import uvloop
 
 from vpa.sim.apiserver.harness import SUPPORTED_VERSIONS, SimCluster
+from vpa.sim.kubernetes.cluster import RealCluster
+from vpa.sim.kubernetes.controlplane import ControlPlaneError, find_binaries
 
 
 def _webhook_service(text: str) -> tuple[tuple[str, str], tuple[str, int]]:
@@ -83,6 +85,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="serve the bare API server: no controllers, node agent or metrics",
     )
     p.add_argument(
+        "--control-plane",
+        choices=("sim", "kubernetes"),
+        default="sim",
+        help="sim: our own API server, controllers and scheduler on a virtual clock (default); kubernetes: "
+        "real kube-apiserver, kube-controller-manager, kube-scheduler and etcd (`make control-plane`) "
+        "with the same nodes, kubelets, usage profiles and metrics.k8s.io, on real time",
+    )
+    p.add_argument(
+        "--control-plane-bin",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="folder holding etcd, kube-apiserver, kube-controller-manager and kube-scheduler "
+        "(default: $VPA_CONTROL_PLANE_BIN, else .tools/cluster/bin of this checkout)",
+    )
+    p.add_argument(
         "--history-size",
         type=int,
         default=50_000,
@@ -102,6 +120,29 @@ async def _serve(args: argparse.Namespace) -> int:
         if not path.is_file():
             print(f"vpa sim: --crd {path}: no such file", file=sys.stderr)
             return 2
+    cluster: SimCluster | RealCluster
+    if args.control_plane == "kubernetes":
+        problem = _real_only_conflicts(args)
+        if problem:
+            print(f"vpa sim: {problem}", file=sys.stderr)
+            return 2
+        try:
+            find_binaries(args.control_plane_bin)
+        except ControlPlaneError as err:
+            print(f"vpa sim: --control-plane=kubernetes: {err}", file=sys.stderr)
+            return 2
+        cluster = RealCluster(
+            nodes=args.nodes,
+            node_cpu=args.node_cpu,
+            node_memory=args.node_memory,
+            vpa_crds=not args.no_vpa_crds,
+            behaviour=not args.no_behaviour,
+            webhook_services=dict(args.webhook_service),
+            kubeconfig_out=args.kubeconfig_out,
+            crd_files=args.crd,
+            bin_dir=args.control_plane_bin,
+        )
+        return await _run(cluster)
     cluster = SimCluster(
         nodes=args.nodes,
         node_cpu=args.node_cpu,
@@ -117,15 +158,34 @@ async def _serve(args: argparse.Namespace) -> int:
         history_size=args.history_size,
         bookmark_interval_s=args.bookmark_interval,
     )
+    return await _run(cluster)
+
+
+def _real_only_conflicts(args: argparse.Namespace) -> str:
+    """Options a real control plane cannot honour: it runs on real time, at its own version and port."""
+    if args.port != 0:
+        return "--port: the real kube-apiserver picks a free loopback port (use --kubeconfig-out to find it)"
+    if args.time_scale != 1.0:
+        return "--time-scale: a real control plane runs on real time (1)"
+    if args.kubernetes_version != "1.35":
+        return "--kubernetes-version: the real control plane is the release hack/cluster/go.mod pins (1.35)"
+    return ""
+
+
+async def _run(cluster: SimCluster | RealCluster) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    await cluster.start()
+    try:
+        await cluster.start()
+    except ControlPlaneError as err:
+        print(f"vpa sim: {err}", file=sys.stderr)
+        return 2
     try:
         print(f"API server: {cluster.url}", flush=True)
         print(f"kubeconfig: {cluster.kubeconfig_path}", flush=True)
-        print(f"Kubernetes version: v{cluster.version[0]}.{cluster.version[1]}.0", flush=True)
+        print(f"Kubernetes version: v{cluster.version[0]}.{cluster.version[1]}", flush=True)
         await stop.wait()
     finally:
         await cluster.stop()

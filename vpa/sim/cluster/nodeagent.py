@@ -8,8 +8,9 @@ check: Infeasible above allocatable, Deferred above free room, retried in KEP pr
 `PodResizeInProgress` until actuated, `Error` when a no-restart memory-limit decrease is below usage;
 `status.resize` instead of conditions on 1.32; `RestartContainer` restarts the container), OOM kills when a
 container's usage profile exceeds its memory limit (exit 137, `OOMKilled`, restart count, leak reset), Job
-pods that complete after a virtual run time, and graceful deletion (containers stop, then the pod is removed
-with grace period 0).
+pods that complete after a virtual run time, graceful deletion (containers stop, then the pod is removed
+with grace period 0), and, against a real control plane, each node's Lease heartbeat (scheduling is then
+left to kube-scheduler: `ClusterOptions.schedule=False`).
 
 Bookkeeping per node keeps two sums: the scheduler's view (max of desired unless Infeasible, allocated and
 actual requests, per the KEP) and the kubelet's (max of allocated and actual). Everything is incremental:
@@ -48,6 +49,8 @@ from vpa.sim.cluster.usage import UsageRegistry
 from vpa.sim.contracts import ApiError, JsonObj, Store
 
 RUN_SECONDS_ANNOTATION = "sim.vpa.dev/run-seconds"
+_LEASES = "leases.coordination.k8s.io"
+_NODE_LEASE_NS = "kube-node-lease"
 _OOM_SCAN_STEP_S = 5.0
 _OOM_HORIZON_S = 6 * 3600.0
 _BACKOFF_RESET_S = 600.0
@@ -238,6 +241,45 @@ class NodeAgent:
                 with_status["status"] = node["status"]
                 created = await self.store.update("nodes", with_status, subresource="status")
             self._on_node("ADDED", created, None)
+        if o.node_lease_renew_s > 0:
+            self.rt.after(0.0, self._renew_leases)
+
+    async def _renew_leases(self, due: float) -> None:
+        """The kubelet's heartbeat: each of our nodes renews its Lease in kube-node-lease."""
+        o = self.options
+        self.rt.after(o.node_lease_renew_s, self._renew_leases)  # the next round, whatever this one meets
+        stamp = dt.datetime.fromtimestamp(due, tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        duration = max(40, int(o.node_lease_renew_s * 4))
+        for i in range(1, o.nodes + 1):
+            name = f"{o.node_name_prefix}{i}"
+            node = self.store.get("nodes", None, name)
+            if node is None:
+                continue
+            lease = self.store.get(_LEASES, _NODE_LEASE_NS, name)
+            spec = {"holderIdentity": name, "leaseDurationSeconds": duration, "renewTime": stamp}
+            try:
+                if lease is None:
+                    md = node.get("metadata") or {}
+                    owner = {"apiVersion": "v1", "kind": "Node", "name": name, "uid": md.get("uid", "")}
+                    await self.store.create(
+                        _LEASES,
+                        {
+                            "apiVersion": "coordination.k8s.io/v1",
+                            "kind": "Lease",
+                            "metadata": {
+                                "name": name,
+                                "namespace": _NODE_LEASE_NS,
+                                "ownerReferences": [owner],
+                            },
+                            "spec": spec,
+                        },
+                        admit=False,
+                    )
+                else:
+                    await self.store.update(_LEASES, {**lease, "spec": {**(lease.get("spec") or {}), **spec}})
+            except ApiError as err:
+                if err.code not in (404, 409):
+                    raise  # the runtime logs it; the next round retries
 
     def _node_object(self, name: str, index: int) -> JsonObj:
         o = self.options
@@ -380,6 +422,8 @@ class NodeAgent:
             return
         spec = obj.get("spec") or {}
         if not spec.get("nodeName"):
+            if not self.options.schedule:
+                return  # a real scheduler binds it; the watch brings it back with spec.nodeName
             if md.get("deletionTimestamp") or (obj.get("status") or {}).get("phase") in (
                 "Succeeded",
                 "Failed",

@@ -39,6 +39,12 @@ class ClusterOptions:
     metrics_window_s: float = 30.0
     # Directory that relative trace paths in usage profiles are resolved against (None: the cwd).
     trace_dir: str | None = None
+    # Whether the node agent schedules pending pods itself (False: a real kube-scheduler binds them, and the
+    # agent only runs what is bound to its nodes).
+    schedule: bool = True
+    # Seconds between renewals of each node's Lease in kube-node-lease, the heartbeat a real node lifecycle
+    # controller watches (0: no Leases; the simulator has no node lifecycle controller).
+    node_lease_renew_s: float = 0.0
 
     def __post_init__(self) -> None:
         if self.kubernetes_version not in SUPPORTED_VERSIONS:
