@@ -6,6 +6,11 @@ Two targets:
   faster than real time) with the admission webhook's Service `kube-system/vpa-webhook` mapped to a
   loopback port, and each test starts `vpa run` processes with the `vpa_run` factory (`--clock=sim`, so
   one-minute loops take a tenth of a second; the process serving the webhook listens on that port);
+* `E2E_CONTROL_PLANE=kubernetes` (`make e2e-cluster`) — the suite starts `vpa sim --control-plane=kubernetes`
+  instead: real kube-apiserver, kube-controller-manager and kube-scheduler with the simulator's kubelets,
+  on real time. `vpa run` then follows the wall clock with `REAL_LOOP_S` loops (a "minute" of the scenarios'
+  time is one loop), and authenticates as the Helm chart's ServiceAccount, bound to exactly the RBAC the
+  chart renders, so a permission the chart lacks fails the suite;
 * `E2E_KUBECONFIG=<path>` — an existing cluster where vpa is already installed (`make e2e-kind` installs
   the chart into kind). Nothing is started; `vpa_run(...)` hands back a placeholder, and what needs control
   over the processes or the simulator (killing a replica, a second updater, usage profiles) skips with a
@@ -34,12 +39,18 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+import yaml
 
 REPO = Path(__file__).resolve().parent.parent
 MANIFESTS = Path(__file__).resolve().parent / "manifests"
 KUBECTL = Path(sys.executable).parent / "kubectl"
 TIME_SCALE = 600  # ten virtual minutes per real second
 EXTERNAL_SLOWDOWN = 15.0  # real clusters run in real time: waits are this much longer there
+CONTROL_PLANE = os.environ.get("E2E_CONTROL_PLANE", "sim")  # sim | kubernetes
+REAL_LOOP_S = 2  # on the real control plane vpa run loops every 2 s; a scenario "minute" is one loop
+REAL_MAX_LOOPS = 40  # and a long wait there is at most this many loops
+REAL_SLOWDOWN = 3.0  # waits on the real control plane (real time, real controllers) are this much longer
+HELM = REPO / ".tools" / "helm" / "helm"
 WEBHOOK_SERVICE = "kube-system/vpa-webhook"
 ALL_COMPONENTS = ("recommender", "updater", "admission-controller")
 
@@ -70,8 +81,13 @@ class Cluster:
     kubeconfig: Path
     workdir: Path
     is_sim: bool = True
+    """Whether the suite started the cluster (and so controls the vpa processes)."""
     webhook_port: int = 0
     """Loopback port the simulator sends the webhook Service's requests to (0 on a real cluster)."""
+    virtual_time: bool = True
+    """Whether time is the simulator's virtual clock (False on a real control plane)."""
+    vpa_kubeconfig: Path | None = None
+    """What `vpa run` authenticates with, when not the admin's kubeconfig (the chart's RBAC)."""
 
     def kubectl(
         self, *args: str, stdin: str | None = None, check: bool = True
@@ -100,7 +116,9 @@ class Cluster:
 
     def timeout(self, sim_seconds: float) -> float:
         """A wait budget: as given against the simulator, longer on a real cluster."""
-        return sim_seconds if self.is_sim else sim_seconds * EXTERNAL_SLOWDOWN
+        if not self.is_sim:
+            return sim_seconds * EXTERNAL_SLOWDOWN
+        return sim_seconds if self.virtual_time else sim_seconds * REAL_SLOWDOWN
 
     def wait_for(self, what: str, predicate: Callable[[], T | None], timeout_s: float = 60.0) -> T:
         deadline = time.monotonic() + self.timeout(timeout_s)
@@ -120,14 +138,21 @@ class Cluster:
 
     def virtual_now(self) -> float:
         """The simulator's virtual clock (GET /sim/v1/clock through kubectl); real time elsewhere."""
-        if not self.is_sim:
+        if not (self.is_sim and self.virtual_time):
             return time.time()
         return float(json.loads(self.kubectl("get", "--raw", "/sim/v1/clock").stdout)["now"])
 
     def let_time_pass(self, virtual_seconds: float) -> None:
-        """Wait until `virtual_seconds` of cluster time have passed (capped at 3 real minutes elsewhere)."""
+        """Wait until `virtual_seconds` of cluster time have passed (capped at 3 real minutes elsewhere).
+
+        On the real control plane, where vpa run loops every `REAL_LOOP_S`, a minute is one loop (at most
+        `REAL_MAX_LOOPS` of them).
+        """
         if not self.is_sim:
             time.sleep(min(virtual_seconds, 180.0))
+            return
+        if not self.virtual_time:
+            time.sleep(min(virtual_seconds / 60.0, REAL_MAX_LOOPS) * REAL_LOOP_S)
             return
         start = self.virtual_now()
         self.wait_for(
@@ -281,10 +306,13 @@ class VpaRunFactory:
     ) -> VpaProcess:
         cluster = self.cluster
         health_port = _free_port()
+        interval = "1m"
+        if not cluster.virtual_time:
+            clock, interval = "real", f"{REAL_LOOP_S}s"
         args = [
-            f"--kubeconfig={cluster.kubeconfig}", f"--clock={clock}", f"--address=127.0.0.1:{health_port}",
-            f"--components={','.join(components)}", "--recommender-interval=1m", "--updater-interval=1m",
-            "--log-format=json",
+            f"--kubeconfig={cluster.vpa_kubeconfig or cluster.kubeconfig}", f"--clock={clock}",
+            f"--address=127.0.0.1:{health_port}", f"--components={','.join(components)}",
+            f"--recommender-interval={interval}", f"--updater-interval={interval}", "--log-format=json",
         ]  # fmt: skip
         if "admission-controller" in components:
             args.append(f"--port={cluster.webhook_port}")
@@ -334,22 +362,63 @@ def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         return
     kubeconfig = workdir / "kubeconfig"
     webhook_port = _free_port()
+    real = CONTROL_PLANE == "kubernetes"
+    if CONTROL_PLANE not in ("sim", "kubernetes"):
+        raise AssertionError(f"E2E_CONTROL_PLANE={CONTROL_PLANE!r}: expected sim or kubernetes")
+    args = ["--kubeconfig-out", str(kubeconfig), "--nodes", "2",
+            "--webhook-service", f"{WEBHOOK_SERVICE}=127.0.0.1:{webhook_port}"]  # fmt: skip
+    # Real time on the real control plane: metrics every second, so history builds within loops of seconds.
+    if real:
+        args += ["--control-plane=kubernetes", "--metrics-resolution=1"]
+    else:
+        args += ["--time-scale", str(TIME_SCALE)]
     log = (workdir / "sim.log").open("wb")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "vpa.cli", "sim", "--kubeconfig-out", str(kubeconfig), "--nodes", "2",
-         "--time-scale", str(TIME_SCALE), "--webhook-service", f"{WEBHOOK_SERVICE}=127.0.0.1:{webhook_port}"],
-        stdout=log, stderr=subprocess.STDOUT, cwd=REPO,
-    )  # fmt: skip
+        [sys.executable, "-m", "vpa.cli", "sim", *args], stdout=log, stderr=subprocess.STDOUT, cwd=REPO
+    )
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + (180 if real else 30)
         while not (kubeconfig.exists() and kubeconfig.stat().st_size > 0):
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise AssertionError(f"vpa sim did not start:\n{(workdir / 'sim.log').read_text()}")
             time.sleep(0.1)
-        yield Cluster(kubeconfig=kubeconfig, workdir=workdir, is_sim=True, webhook_port=webhook_port)
+        cluster = Cluster(kubeconfig=kubeconfig, workdir=workdir, webhook_port=webhook_port)
+        cluster.virtual_time = not real
+        if real:
+            cluster.vpa_kubeconfig = chart_rbac_kubeconfig(cluster)
+        yield cluster
     finally:
         _stop(proc)
         log.close()
+
+
+def chart_rbac_kubeconfig(cluster: Cluster) -> Path:
+    """A kubeconfig for the chart's ServiceAccount, bound to the RBAC `helm template` renders, nothing more.
+
+    Rendered into the webhook Service's namespace with leader election on, as a chart install with more than
+    one replica would be; the suite's `vpa run` processes then hold exactly the chart's permissions.
+    """
+    if not HELM.exists():
+        raise AssertionError(f"helm not found at {HELM.relative_to(REPO)}: run `make tools` first")
+    namespace = WEBHOOK_SERVICE.split("/")[0]
+    rendered = subprocess.run(
+        [str(HELM), "template", "vpa", str(REPO / "charts" / "vpa"), "-n", namespace,
+         "--set", "leaderElection.enabled=true"],
+        capture_output=True, text=True, check=True, timeout=60,
+    ).stdout  # fmt: skip
+    rbac_kinds = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
+    docs = [d for d in yaml.safe_load_all(rendered) if d and d.get("kind") in rbac_kinds]
+    accounts = [d for d in docs if d["kind"] == "ServiceAccount"]
+    assert len(accounts) == 1, f"the chart renders {len(accounts)} ServiceAccounts; expected one"
+    cluster.apply(yaml.safe_dump_all(docs))
+    account = accounts[0]["metadata"]["name"]
+    token = cluster.kubectl("create", "token", account, "-n", namespace, "--duration=24h").stdout.strip()
+    config = yaml.safe_load(cluster.kubeconfig.read_text())
+    config["users"] = [{"name": config["users"][0]["name"], "user": {"token": token}}]
+    path = cluster.workdir / "vpa-chart-rbac.kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+    path.chmod(0o600)
+    return path
 
 
 @pytest.fixture

@@ -85,6 +85,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="serve the bare API server: no controllers, node agent or metrics",
     )
     p.add_argument(
+        "--metrics-resolution",
+        type=float,
+        default=15.0,
+        metavar="SECONDS",
+        help="metrics.k8s.io sampling interval, as metrics-server's --metric-resolution (default 15)",
+    )
+    p.add_argument(
         "--control-plane",
         choices=("sim", "kubernetes"),
         default="sim",
@@ -141,6 +148,7 @@ async def _serve(args: argparse.Namespace) -> int:
             kubeconfig_out=args.kubeconfig_out,
             crd_files=args.crd,
             bin_dir=args.control_plane_bin,
+            metrics_resolution_s=args.metrics_resolution,
         )
         return await _run(cluster)
     cluster = SimCluster(
@@ -157,6 +165,7 @@ async def _serve(args: argparse.Namespace) -> int:
         crd_files=args.crd,
         history_size=args.history_size,
         bookmark_interval_s=args.bookmark_interval,
+        metrics_resolution_s=args.metrics_resolution,
     )
     return await _run(cluster)
 

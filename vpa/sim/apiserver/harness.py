@@ -74,6 +74,7 @@ class SimCluster:
         resize_actuation_s: float = 0.0,
         job_run_s: float = 60.0,
         trace_dir: str | Path | None = None,
+        metrics_resolution_s: float = 15.0,
     ) -> None:
         self.nodes = nodes
         self.node_cpu_millicores = cpu_millicores(node_cpu)
@@ -99,6 +100,7 @@ class SimCluster:
             "resize_actuation_s": resize_actuation_s,
             "job_run_s": job_run_s,
             "trace_dir": str(trace_dir) if trace_dir is not None else None,
+            "metrics_resolution_s": metrics_resolution_s,
         }
         self._vpa_crds = vpa_crds
         self._crd_files = [Path(p) for p in crd_files or []]

@@ -54,3 +54,5 @@ class ClusterOptions:
             )
         if self.nodes < 0:
             raise ValueError("nodes must be >= 0")
+        if self.metrics_resolution_s <= 0:
+            raise ValueError(f"metrics resolution must be > 0 seconds, got {self.metrics_resolution_s:g}")

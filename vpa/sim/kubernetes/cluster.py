@@ -54,6 +54,7 @@ class RealCluster:
         bin_dir: Path | None = None,
         workdir: Path | None = None,
         trace_dir: str | Path | None = None,
+        metrics_resolution_s: float = 15.0,
     ) -> None:
         self.nodes = nodes
         self.node_cpu_millicores = cpu_millicores(node_cpu)
@@ -64,6 +65,7 @@ class RealCluster:
         self.kubeconfig_out = Path(kubeconfig_out) if kubeconfig_out else None
         self.crd_files = [Path(p) for p in crd_files or []]
         self.trace_dir = str(trace_dir) if trace_dir else None
+        self.metrics_resolution_s = metrics_resolution_s
         self.control_plane = ControlPlane(bin_dir=bin_dir, workdir=workdir)
         self.store: RemoteStore | None = None
         self.runtime: Runtime | None = None
@@ -122,6 +124,7 @@ class RealCluster:
             node_memory_bytes=self.node_memory_bytes,
             kubernetes_version=self.version,
             trace_dir=self.trace_dir,
+            metrics_resolution_s=self.metrics_resolution_s,
             schedule=False,
             node_lease_renew_s=NODE_LEASE_RENEW_S,
         )
