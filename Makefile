@@ -42,6 +42,11 @@ check: lint typecheck imports test
 e2e: setup
 	$(PY) -m pytest e2e $(PYTEST_ARGS)
 
+# The same scenarios against a real control plane (built from the Go modules, cached in .tools/cluster/bin)
+# with the simulator's kubelets; skips with one line without Go.
+e2e-cluster: setup
+	@PY=$(PY) PYTEST_ARGS="$(PYTEST_ARGS)" bash hack/e2e-cluster.sh
+
 e2e-kind:
 	@PY=$(PY) PYTEST_ARGS="$(PYTEST_ARGS)" bash hack/e2e-kind.sh
 

@@ -1,0 +1,139 @@
+"""Scenarios where the cluster itself has a say: disruption budgets, the scheduler, and API validation.
+
+On the real control plane (`make e2e-cluster`) these are judged by kube-controller-manager's disruption
+controller, kube-scheduler and kube-apiserver's own validation; against `vpa sim` by the simulator's
+versions of them, which must agree.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from e2e.conftest import REPO, Cluster, VpaRunFactory, events_for, live_pods, pods_when, recommendation
+
+EXAMPLES = sorted((REPO / "docs" / "examples").glob("*.yaml"))
+
+PDB = """
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: hamster
+spec:
+  {budget}
+  selector:
+    matchLabels:
+      app: hamster
+"""
+
+# Recreate with a recommendation no node can hold: minAllowed lifts the CPU target to 100 cores.
+RECREATE_TOO_BIG = """
+apiVersion: autoscaling.k8s.io/v1
+kind: VerticalPodAutoscaler
+metadata:
+  name: hamster-vpa
+spec:
+  targetRef:
+    apiVersion: apps/v1
+    kind: Deployment
+    name: hamster
+  updatePolicy:
+    updateMode: Recreate
+  resourcePolicy:
+    containerPolicies:
+    - containerName: hamster
+      minAllowed:
+        cpu: "100"
+"""
+
+
+def _pdb_status(cluster: Cluster, namespace: str) -> dict[str, Any] | None:
+    pdb = cluster.get_json("pdb", "hamster", "-n", namespace)
+    status: dict[str, Any] = pdb.get("status") or {}
+    return status if status.get("observedGeneration") == pdb["metadata"]["generation"] else None
+
+
+def test_eviction_honours_a_pod_disruption_budget(
+    sim: Cluster, vpa_run: VpaRunFactory, namespace: str
+) -> None:
+    sim.apply_file("hamster.yaml", namespace)
+    pods = sim.wait_for("two running pods", lambda: pods_when(sim, namespace, 2))
+    uids = {p["metadata"]["uid"] for p in pods}
+    # No disruption allowed: the disruption controller computes disruptionsAllowed 0.
+    sim.apply(PDB.format(budget="maxUnavailable: 0"), namespace)
+    status = sim.wait_for("the budget computed", lambda: _pdb_status(sim, namespace))
+    assert status["disruptionsAllowed"] == 0, status
+
+    vpa_run()
+    sim.apply_file("vpa-recreate.yaml", namespace)
+    sim.wait_for("a recommendation", lambda: recommendation(sim, namespace), timeout_s=90)
+    # Many updater loops later: the pods are below the recommendation, but the budget allows no eviction.
+    sim.let_time_pass(20 * 60)
+    assert {p["metadata"]["uid"] for p in live_pods(sim, namespace)} == uids
+    assert events_for(sim, namespace, "EvictedByVPA") == []
+
+    # One disruption at a time: now the updater replaces both pods.
+    sim.apply(PDB.format(budget="maxUnavailable: 1"), namespace)
+    sim.wait_for(
+        "both pods evicted and recreated",
+        lambda: (
+            (cur := pods_when(sim, namespace, 2)) is not None
+            and not ({p["metadata"]["uid"] for p in cur} & uids)
+        ),
+        timeout_s=120,
+    )
+    assert len(sim.wait_for("EvictedByVPA events", lambda: events_for(sim, namespace, "EvictedByVPA"))) >= 2
+
+
+def test_a_recommendation_larger_than_any_node_leaves_the_recreated_pod_pending(
+    sim: Cluster, vpa_run: VpaRunFactory, namespace: str
+) -> None:
+    sim.require_sim("needs nodes of a known size (the suite's two 4-CPU nodes)")
+    vpa_run()
+    sim.apply_file("hamster.yaml", namespace)
+    sim.wait_for("two running pods", lambda: pods_when(sim, namespace, 2))
+    sim.apply(RECREATE_TOO_BIG, namespace)
+
+    def unschedulable() -> list[dict[str, Any]]:
+        out = []
+        for pod in live_pods(sim, namespace):
+            conds = (pod.get("status") or {}).get("conditions") or []
+            if any(
+                c.get("type") == "PodScheduled"
+                and c.get("status") == "False"
+                and c.get("reason") == "Unschedulable"
+                for c in conds
+            ):
+                out.append(pod)
+        return out
+
+    pending = sim.wait_for("a recreated pod the scheduler cannot place", unschedulable, timeout_s=120)
+    pod = pending[0]
+    assert pod["status"]["phase"] == "Pending"
+    assert pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "100"
+    message = next(c["message"] for c in pod["status"]["conditions"] if c["type"] == "PodScheduled")
+    assert "Insufficient cpu" in message, message
+
+
+def test_the_vpa_crds_and_every_documented_example_are_accepted(sim: Cluster, namespace: str) -> None:
+    # The CRDs the cluster was started with are the project's own; applying them again changes nothing.
+    crds = REPO / "vpa" / "crds" / "vpa-v1.yaml"
+    result = sim.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(crds))
+    assert "verticalpodautoscalers.autoscaling.k8s.io" in result.stdout, result.stdout
+    established = sim.get_json("crd", "verticalpodautoscalers.autoscaling.k8s.io")["status"]["conditions"]
+    assert any(c["type"] == "Established" and c["status"] == "True" for c in established)
+    assert EXAMPLES, "docs/examples holds no manifests"
+    for path in EXAMPLES:
+        result = sim.kubectl("apply", "--dry-run=server", "-n", namespace, "-f", str(path), check=False)
+        assert result.returncode == 0, f"{Path(path).name}: {result.stderr}"
+
+
+@pytest.mark.parametrize("manifest", [p.name for p in EXAMPLES])
+def test_examples_apply_for_real(sim: Cluster, namespace: str, manifest: str) -> None:
+    """Created, not only dry-run: defaulting and the stored object agree with what the example says."""
+    path = REPO / "docs" / "examples" / manifest
+    sim.kubectl("apply", "-n", namespace, "-f", str(path))
+    names = sim.kubectl("get", "-n", namespace, "-f", str(path), "-o", "name").stdout.split()
+    assert names, manifest
