@@ -33,6 +33,7 @@ imports: setup
 	$(VENV)/bin/lint-imports
 
 test: setup
+	@bash hack/cluster/build.sh --optional
 	$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 1; fi; exit $$rc
 
 check: lint typecheck imports test

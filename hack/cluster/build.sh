@@ -9,7 +9,12 @@ root="$(cd "$here/../.." && pwd)"
 out="$root/.tools/cluster/bin"
 stamp="$out/.stamp"
 
+# --optional: without Go, say so in one line and succeed (the tests that need the binaries then skip).
 if ! command -v go >/dev/null 2>&1; then
+  if [[ "${1:-}" == "--optional" ]]; then
+    echo "control plane: not built: go not found (Go 1.25 or newer builds it; its tests skip)"
+    exit 0
+  fi
   echo "hack/cluster/build.sh: go not found on PATH (Go 1.25 or newer builds the control plane)" >&2
   exit 3
 fi

@@ -11,6 +11,7 @@ Must not: touch the store. Inputs are never mutated; errors are `ApiError` (400 
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from typing import Any
 
@@ -230,7 +231,39 @@ def _order(items: list[Any], order: list[Any], key: str | None) -> list[Any]:
     return [it for _, it in sorted(enumerate(items), key=sort_key)]
 
 
-def _merge_list(field: str, original: list[Any], patch: list[Any]) -> list[Any]:
+def _merge_sorted(left: list[Any], right: list[Any], server: list[Any], key: str) -> list[Any]:
+    """apimachinery's order for a merged keyed list without `$setElementOrder`: the patch's items (`left`,
+    in patch order) and the server-only items (`right`, in server order) interleaved by their server
+    positions; an item the server did not have goes before whatever it is compared with."""
+    pos: dict[Any, int] = {}
+    for i, item in enumerate(server):
+        with contextlib.suppress(TypeError):
+            pos.setdefault(_key_of(item, key), i)
+    out: list[Any] = []
+    i = j = 0
+    while i < len(left) or j < len(right):
+        if i >= len(left):
+            out.append(right[j])
+            j += 1
+            continue
+        if j >= len(right):
+            out.append(left[i])
+            i += 1
+            continue
+        try:
+            li, ri = pos.get(_key_of(left[i], key)), pos.get(_key_of(right[j], key))
+        except TypeError:
+            li = ri = None
+        if li is not None and ri is not None and ri < li:
+            out.append(right[j])
+            j += 1
+        else:
+            out.append(left[i])
+            i += 1
+    return out
+
+
+def _merge_list(field: str, original: list[Any], patch: list[Any], normalize: bool = True) -> list[Any]:
     key = _merge_key(field, patch or original)
     if any(isinstance(p, dict) and p.get("$patch") == "replace" for p in patch):
         return [copy.deepcopy(p) for p in patch if not (isinstance(p, dict) and p.get("$patch") == "replace")]
@@ -256,7 +289,16 @@ def _merge_list(field: str, original: list[Any], patch: list[Any]) -> list[Any]:
             out.append(strategic_merge(None, p))
         else:
             out[idx] = strategic_merge(out[idx], p)
-    return out
+    if not normalize:
+        return out
+    patched = [p.get(key) for p in patch if isinstance(p, dict) and p.get("$patch") != "delete"]
+    in_patch = {k for k in patched if isinstance(k, (str, int))}
+    left = sorted(
+        (o for o in out if isinstance(o, dict) and o.get(key) in in_patch),
+        key=lambda o: patched.index(o.get(key)),
+    )
+    right = [o for o in out if not (isinstance(o, dict) and o.get(key) in in_patch)]
+    return _merge_sorted(left, right, original, key)
 
 
 def strip_directives(value: Any) -> Any:
@@ -284,7 +326,9 @@ def strategic_merge(original: Any, patch: Any) -> Any:
             out.pop(k, None)
         elif isinstance(v, list):
             cur = out.get(k)
-            out[k] = _merge_list(k, cur if isinstance(cur, list) else [], v)
+            out[k] = _merge_list(
+                k, cur if isinstance(cur, list) else [], v, f"$setElementOrder/{k}" not in patch
+            )
         elif isinstance(v, dict):
             if v.get("$patch") == "delete":
                 out.pop(k, None)

@@ -6,7 +6,8 @@ does for what the VPA CRDs use (types, `required`, `enum`, `minimum`/`maximum`, 
 fields unless `x-kubernetes-preserve-unknown-fields` is set, and applying `default`s. Errors come back as
 (field path, reason, message) triples in kube-apiserver's wording.
 
-Must not: know about storage or HTTP. CEL `x-kubernetes-validations` are not evaluated.
+Must not: know about storage or HTTP. CEL `x-kubernetes-validations` are not evaluated (an object that fails
+the schema gets kube-apiserver's "some validation rules were not checked" cause, as it would there).
 """
 
 from __future__ import annotations
@@ -83,7 +84,25 @@ def validate_and_prune(
     for req in schema.get("required") or []:
         if req not in obj:
             errors.append((req, "FieldValueRequired", "Required value"))
+    if errors and _has_rules(schema):
+        # kube-apiserver skips CEL rules on an object that fails its schema, and says so as a last cause.
+        errors.append(("<nil>", "FieldValueInvalid", _RULES_SKIPPED))
     return errors
+
+
+_RULES_SKIPPED = (
+    "Invalid value: null: some validation rules were not checked because the object was invalid; "
+    "correct the existing errors to complete validation"
+)
+
+
+def _has_rules(schema: Any) -> bool:
+    """Whether any part of the schema carries `x-kubernetes-validations` (CEL rules)."""
+    if isinstance(schema, dict):
+        return "x-kubernetes-validations" in schema or any(_has_rules(v) for v in schema.values())
+    if isinstance(schema, list):
+        return any(_has_rules(v) for v in schema)
+    return False
 
 
 def _walk(schema: dict[str, Any], value: Any, path: str, errors: list[Cause], pruned: list[str]) -> Any:

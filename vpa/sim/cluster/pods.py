@@ -397,6 +397,8 @@ def validate_pod_spec(spec: Mapping[str, Any]) -> list[FieldError]:
             elif name in names:
                 errs.append(FieldError(f"{path}.name", "Duplicate", "", name))
             names.add(str(name))
+            if not container.get("image"):
+                errs.append(FieldError(f"{path}.image", "Required", ""))
             errs.extend(validate_container_resources(container, f"{path}.resources"))
             errs.extend(validate_resize_policy(container, path, restart_policy))
     return errs

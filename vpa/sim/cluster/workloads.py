@@ -9,7 +9,8 @@ recreated under the same name once the old pod is gone; OrderedReady creates one
 (one pod per schedulable node, pinned with required node affinity on `metadata.name`), Job (pods run, then
 succeed; parallelism and completions; status and Complete condition), CronJob (Jobs at the schedule's
 virtual times; only the most recent missed time is started; Allow/Forbid/Replace; history limits), and the
-disruption controller (PodDisruptionBudget status). Status of every workload (replicas, ready, available,
+disruption controller (PodDisruptionBudget status), and the service-account controller's `default`
+ServiceAccount in every namespace. Status of every workload (replicas, ready, available,
 updated, observedGeneration). Cascading deletion is the API server's garbage collector.
 
 Must not: schedule or run pods (the node agent does), or call the network.
@@ -43,6 +44,8 @@ JOBS = "jobs.batch"
 CRONJOBS = "cronjobs.batch"
 RCS = "replicationcontrollers"
 PDBS = "poddisruptionbudgets.policy"
+NAMESPACES = "namespaces"
+SERVICEACCOUNTS = "serviceaccounts"
 
 _KIND_RESOURCE = {
     "ReplicaSet": REPLICASETS,
@@ -122,6 +125,8 @@ class Controllers:
         rt.on_event(JOBS, self._on_job)
         rt.on_event(CRONJOBS, self._simple(CRONJOBS, self.sync_cronjob))
         rt.on_event(PDBS, self._simple(PDBS, self.sync_pdb))
+        rt.on_event(NAMESPACES, self._on_namespace)
+        rt.on_event(SERVICEACCOUNTS, self._on_service_account)
 
     # --- event routing --------------------------------------------------------------------------------------
 
@@ -144,6 +149,33 @@ class Controllers:
             self.rt.enqueue(resource, key_of(obj), sync)
 
         return handler
+
+    def _on_namespace(self, etype: str, obj: JsonObj, previous: JsonObj | None) -> None:
+        if etype != "DELETED":
+            self.rt.enqueue(SERVICEACCOUNTS, (key_of(obj)[1], "default"), self.sync_default_service_account)
+
+    def _on_service_account(self, etype: str, obj: JsonObj, previous: JsonObj | None) -> None:
+        k = key_of(obj)
+        if etype == "DELETED" and k[1] == "default":
+            self.rt.enqueue(SERVICEACCOUNTS, k, self.sync_default_service_account)
+
+    async def sync_default_service_account(self, k: Key) -> None:
+        """The service-account controller: every live namespace has a ServiceAccount named `default`."""
+        namespace = self.store.get(NAMESPACES, None, k[0])
+        if namespace is None or (namespace.get("metadata") or {}).get("deletionTimestamp"):
+            return
+        if self.store.get(SERVICEACCOUNTS, k[0], "default") is not None:
+            return
+        account = {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": "default", "namespace": k[0]},
+        }
+        try:
+            self.rt.observe(SERVICEACCOUNTS, await self.store.create(SERVICEACCOUNTS, account, admit=False))
+        except ApiError as err:
+            if err.code not in (403, 404, 409):  # terminating or gone namespace, or already there
+                raise
 
     def _enqueue_owner(self, obj: Mapping[str, Any], namespace: str) -> None:
         ref = controller_of(obj)

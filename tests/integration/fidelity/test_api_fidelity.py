@@ -1,0 +1,402 @@
+"""Differential fidelity: the same API conversations against `vpa sim` and a real kube-apiserver must agree.
+
+Each case is a short conversation over raw HTTPS (CRUD and conflicts, validation errors, watch, patches of
+every content type, the status, scale, eviction and resize subresources, a disruption budget, pod-level
+resources) that returns what a client would act on: status codes, reasons, the fields that changed. It runs
+once against an in-process `SimCluster` and once against the real control plane (`RealCluster`, the binaries
+`make control-plane` builds; that half skips with one line when they are absent), and the two transcripts
+must be equal. Where the simulator cannot agree on purpose, the case normalises the difference and
+`docs/deviations.md` says why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import aiohttp
+import orjson
+import pytest
+import pytest_asyncio
+
+from vpa.sim import SimCluster
+from vpa.sim.kubernetes.cluster import RealCluster
+from vpa.sim.kubernetes.controlplane import ControlPlaneError, find_binaries
+
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(300)]
+
+JSON = "application/json"
+MERGE = "application/merge-patch+json"
+STRATEGIC = "application/strategic-merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+APPLY = "application/apply-patch+yaml"
+
+Reply = tuple[int, dict[str, Any]]
+
+
+class Api:
+    """Raw HTTPS to one cluster: `call(method, path, body, content_type)` → (status, JSON body)."""
+
+    def __init__(self, name: str, url: str, ca_pem: bytes, token: str) -> None:
+        self.name = name
+        self.url = url
+        self._ssl = ssl.create_default_context(cadata=ca_pem.decode())
+        self._token = token
+        self.session: aiohttp.ClientSession | None = None
+
+    async def open(self) -> None:
+        self.session = aiohttp.ClientSession(
+            base_url=self.url,
+            connector=aiohttp.TCPConnector(ssl=self._ssl),
+            headers={"Authorization": f"Bearer {self._token}"},
+        )
+
+    async def close(self) -> None:
+        if self.session is not None:
+            await self.session.close()
+
+    async def call(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        content_type: str | None = JSON,
+        raw: bytes | None = None,
+    ) -> Reply:
+        assert self.session is not None
+        headers = {"Content-Type": content_type} if content_type else {}
+        data = raw if raw is not None else (orjson.dumps(body) if body is not None else None)
+        async with self.session.request(method, path, data=data, headers=headers) as resp:
+            text = await resp.read()
+        try:
+            doc = orjson.loads(text) if text else {}
+        except orjson.JSONDecodeError:
+            doc = {"text": text.decode(errors="replace")}
+        return resp.status, doc if isinstance(doc, dict) else {"value": doc}
+
+    async def namespace(self, name: str) -> str:
+        """Create `name` and wait until pods can be created in it (its default ServiceAccount exists)."""
+        await self.call("POST", "/api/v1/namespaces", {"metadata": {"name": name}})
+        for _ in range(200):
+            status, _ = await self.call("GET", f"/api/v1/namespaces/{name}/serviceaccounts/default")
+            if status == 200:
+                return name
+            await asyncio.sleep(0.1)
+        raise AssertionError(f"{self.name}: no default ServiceAccount in {name}")
+
+    async def until(self, what: str, probe: Callable[[], Awaitable[Any]], timeout_s: float = 60.0) -> Any:
+        deadline = asyncio.get_running_loop().time() + timeout_s
+        while asyncio.get_running_loop().time() < deadline:
+            result = await probe()
+            if result:
+                return result
+            await asyncio.sleep(0.2)
+        raise AssertionError(f"{self.name}: timed out waiting for {what}")
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def sim_api() -> AsyncIterator[Api]:
+    async with SimCluster(nodes=1, time_scale=1.0) as cluster:
+        api = Api("vpa sim", cluster.url, cluster.ca_cert_pem, "test")
+        await api.open()
+        yield api
+        await api.close()
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def real_api() -> AsyncIterator[Api]:
+    try:
+        find_binaries()
+    except ControlPlaneError as err:
+        pytest.skip(f"real control plane not built: {err}")
+    cluster = RealCluster(nodes=1)
+    await cluster.start()
+    try:
+        cp = cluster.control_plane
+        api = Api("kube-apiserver", cp.url, cp.ca_pem, cp.admin_token)
+        await api.open()
+        yield api
+        await api.close()
+    finally:
+        await cluster.stop()
+
+
+def _status(reply: Reply) -> tuple[int, str]:
+    code, doc = reply
+    return code, str(doc.get("reason", "")) if doc.get("kind") == "Status" else ""
+
+
+def _causes(reply: Reply) -> list[str]:
+    return sorted(str(c.get("field")) for c in (reply[1].get("details") or {}).get("causes") or [])
+
+
+def _container(reply: Reply, index: int = 0) -> dict[str, Any]:
+    containers: list[dict[str, Any]] = reply[1]["spec"]["containers"]
+    return containers[index]
+
+
+POD: dict[str, Any] = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "p", "labels": {"app": "fid"}},
+    "spec": {
+        "containers": [
+            {
+                "name": "c",
+                "image": "registry.k8s.io/pause:3.10",
+                "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
+            }
+        ]
+    },
+}
+
+DEPLOYMENT: dict[str, Any] = {
+    "apiVersion": "apps/v1",
+    "kind": "Deployment",
+    "metadata": {"name": "d"},
+    "spec": {
+        "replicas": 1,
+        "selector": {"matchLabels": {"app": "d"}},
+        "template": {
+            "metadata": {"labels": {"app": "d"}},
+            "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]},
+        },
+    },
+}
+
+
+# ------------------------------------------------------------------------------------------ the cases
+
+
+async def case_crud_and_conflicts(api: Api) -> list[Any]:
+    ns = await api.namespace("fid-crud")
+    base = f"/api/v1/namespaces/{ns}/configmaps"
+    out: list[Any] = []
+    created = await api.call("POST", base, {"metadata": {"name": "cm"}, "data": {"a": "1"}})
+    out.append(created[0])
+    out.append(_status(await api.call("POST", base, {"metadata": {"name": "cm"}})))
+    stale = {**created[1], "data": {"a": "2"}}
+    out.append((await api.call("PUT", f"{base}/cm", stale))[0])
+    out.append(_status(await api.call("PUT", f"{base}/cm", {**stale, "data": {"a": "3"}})))
+    got = await api.call("GET", f"{base}/cm")
+    out.append(got[1]["data"])
+    missing = await api.call("GET", f"{base}/nope")
+    out.append((_status(missing), missing[1].get("message")))
+    out.append((await api.call("DELETE", f"{base}/cm"))[0])
+    out.append(_status(await api.call("DELETE", f"{base}/cm")))
+    return out
+
+
+async def case_validation_errors(api: Api) -> list[Any]:
+    ns = await api.namespace("fid-invalid")
+    out: list[Any] = []
+    bad_name = await api.call(
+        "POST", f"/api/v1/namespaces/{ns}/configmaps", {"metadata": {"name": "Not_Valid"}}
+    )
+    out.append((_status(bad_name), _causes(bad_name)))
+    no_image = {**POD, "spec": {"containers": [{"name": "c"}]}}
+    reply = await api.call("POST", f"/api/v1/namespaces/{ns}/pods", no_image)
+    out.append((_status(reply), _causes(reply)))
+    vpa = {
+        "apiVersion": "autoscaling.k8s.io/v1",
+        "kind": "VerticalPodAutoscaler",
+        "metadata": {"name": "v"},
+        "spec": {
+            "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"},
+            "updatePolicy": {"updateMode": "Sometimes"},
+        },
+    }
+    reply = await api.call("POST", f"/apis/autoscaling.k8s.io/v1/namespaces/{ns}/verticalpodautoscalers", vpa)
+    out.append((_status(reply), _causes(reply), reply[1].get("message")))
+    return out
+
+
+async def case_watch_sees_every_change(api: Api) -> list[Any]:
+    ns = await api.namespace("fid-watch")
+    base = f"/api/v1/namespaces/{ns}/configmaps"
+    listed = await api.call("GET", base)
+    rv = listed[1]["metadata"]["resourceVersion"]
+    assert api.session is not None
+    events: list[tuple[str, str, Any]] = []
+    async with api.session.get(f"{base}?watch=1&resourceVersion={rv}&timeoutSeconds=30") as resp:
+        await api.call("POST", base, {"metadata": {"name": "w"}, "data": {"k": "1"}})
+        await api.call("PATCH", f"{base}/w", {"data": {"k": "2"}}, MERGE)
+        await api.call("DELETE", f"{base}/w")
+        while len(events) < 3:
+            line = await asyncio.wait_for(resp.content.readline(), 10)
+            event = orjson.loads(line)
+            obj = event["object"]
+            events.append((event["type"], obj["metadata"]["name"], (obj.get("data") or {}).get("k")))
+    return events
+
+
+async def case_patches_of_every_content_type(api: Api) -> list[Any]:
+    ns = await api.namespace("fid-patch")
+    base = f"/apis/apps/v1/namespaces/{ns}/deployments"
+    await api.call("POST", base, DEPLOYMENT)
+    out: list[Any] = []
+    add_sidecar = {"spec": {"template": {"spec": {"containers": [{"name": "s", "image": "busybox"}]}}}}
+    reply = await api.call("PATCH", f"{base}/d", add_sidecar, STRATEGIC)
+    out.append((reply[0], [c["name"] for c in reply[1]["spec"]["template"]["spec"]["containers"]]))
+    reply = await api.call("PATCH", f"{base}/d", add_sidecar, MERGE)
+    out.append((reply[0], [c["name"] for c in reply[1]["spec"]["template"]["spec"]["containers"]]))
+    two = {"spec": {"template": {"spec": {"containers": [{"name": "t", "image": "busybox"}]}}}}
+    await api.call("PATCH", f"{base}/d", two, STRATEGIC)
+    # A new item and an existing one, the new one first in the patch: where each lands is apimachinery's rule.
+    both = [{"name": "u", "image": "busybox"}, {"name": "t", "image": "busybox:1"}]
+    reply = await api.call(
+        "PATCH", f"{base}/d", {"spec": {"template": {"spec": {"containers": both}}}}, STRATEGIC
+    )
+    out.append((reply[0], [c["name"] for c in reply[1]["spec"]["template"]["spec"]["containers"]]))
+    ops = [{"op": "replace", "path": "/spec/replicas", "value": 3}]
+    reply = await api.call("PATCH", f"{base}/d", ops, JSON_PATCH)
+    out.append((reply[0], reply[1]["spec"]["replicas"]))
+    failing = [{"op": "test", "path": "/spec/replicas", "value": 7}]
+    out.append(_status(await api.call("PATCH", f"{base}/d", failing, JSON_PATCH)))
+    applied = (
+        b"apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\nspec:\n  replicas: 2\n"
+        b"  selector:\n    matchLabels:\n      app: d\n"
+        b"  template:\n    metadata:\n      labels:\n        app: d\n"
+        b"    spec:\n      containers:\n      - name: c\n        image: registry.k8s.io/pause:3.10\n"
+    )
+    reply = await api.call("PATCH", f"{base}/d?fieldManager=fid&force=true", None, APPLY, raw=applied)
+    out.append((reply[0], reply[1]["spec"]["replicas"]))
+    out.append(_status(await api.call("PATCH", f"{base}/d", {"spec": {}}, "text/plain")))
+    return out
+
+
+async def case_status_and_scale_subresources(api: Api) -> list[Any]:
+    ns = await api.namespace("fid-sub")
+    base = f"/apis/apps/v1/namespaces/{ns}/deployments"
+    await api.call("POST", base, {**DEPLOYMENT, "spec": {**DEPLOYMENT["spec"], "paused": True}})
+    out: list[Any] = []
+    # A status write changes only the status; a main-resource write ignores a status.
+    reply = await api.call(
+        "PATCH", f"{base}/d/status", {"spec": {"replicas": 9}, "status": {"observedGeneration": 42}}, MERGE
+    )
+    out.append((reply[0], reply[1]["spec"]["replicas"], reply[1]["status"].get("observedGeneration")))
+    scale = await api.call("GET", f"{base}/d/scale")
+    out.append(
+        (scale[0], scale[1]["kind"], scale[1]["apiVersion"], scale[1]["spec"], scale[1]["status"]["selector"])
+    )
+    reply = await api.call("PATCH", f"{base}/d/scale", {"spec": {"replicas": 4}}, MERGE)
+    out.append((reply[0], reply[1]["spec"]["replicas"]))
+    out.append((await api.call("GET", f"{base}/d"))[1]["spec"]["replicas"])
+    return out
+
+
+async def case_eviction_and_disruption_budget(api: Api) -> list[Any]:
+    ns = await api.namespace("fid-evict")
+    pods = f"/api/v1/namespaces/{ns}/pods"
+    out: list[Any] = []
+    for name in ("a", "b"):
+        await api.call("POST", pods, {**POD, "metadata": {**POD["metadata"], "name": name}})
+    pdb = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "pdb"},
+        "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "fid"}}},
+    }
+    await api.call("POST", f"/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets", pdb)
+
+    async def computed() -> Any:
+        _, doc = await api.call("GET", f"/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets/pdb")
+        st = doc.get("status") or {}
+        return st if st.get("observedGeneration") == doc["metadata"]["generation"] else None
+
+    status = await api.until("the disruption budget's status", computed)
+    out.append(status["disruptionsAllowed"])
+    eviction = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "a", "namespace": ns}}
+    blocked = await api.call("POST", f"{pods}/a/eviction", eviction)
+    out.append((_status(blocked), blocked[1].get("message")))
+    await api.call("DELETE", f"/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets/pdb")
+    # kubectl create --raw sends no Content-Type: the API server reads JSON.
+    raw = orjson.dumps(eviction)
+    allowed = await api.call("POST", f"{pods}/a/eviction", None, None, raw=raw)
+    out.append((allowed[0], allowed[1].get("kind"), allowed[1].get("status")))
+    out.append(
+        _status(await api.call("POST", f"{pods}/zz/eviction", {**eviction, "metadata": {"name": "zz"}}))
+    )
+    return out
+
+
+async def case_resize_subresource(api: Api) -> list[Any]:
+    ns = await api.namespace("fid-resize")
+    pods = f"/api/v1/namespaces/{ns}/pods"
+    limited = {
+        **POD,
+        "spec": {
+            "containers": [
+                {
+                    "name": "c",
+                    "image": "registry.k8s.io/pause:3.10",
+                    "resources": {
+                        "requests": {"cpu": "100m", "memory": "64Mi"},
+                        "limits": {"cpu": "100m", "memory": "64Mi"},
+                    },
+                }
+            ]
+        },
+    }
+    created = await api.call("POST", pods, limited)
+    out: list[Any] = [created[1]["status"].get("qosClass"), created[1]["metadata"].get("generation")]
+    both = {"requests": {"cpu": "200m"}, "limits": {"cpu": "200m"}}
+    reply = await api.call(
+        "PATCH", f"{pods}/p/resize", {"spec": {"containers": [{"name": "c", "resources": both}]}}, STRATEGIC
+    )
+    out.append((reply[0], _container(reply)["resources"], reply[1]["metadata"].get("generation")))
+    # Guaranteed → Burstable is a QoS change: refused.
+    qos = {"requests": {"cpu": "150m"}}
+    reply = await api.call(
+        "PATCH", f"{pods}/p/resize", {"spec": {"containers": [{"name": "c", "resources": qos}]}}, STRATEGIC
+    )
+    out.append(_status(reply))
+    # Anything but resources through /resize is refused.
+    image = {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+    out.append(_status(await api.call("PATCH", f"{pods}/p/resize", image, STRATEGIC)))
+    # ...and resources through the main resource are refused too.
+    main = {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "300m"}}}]}}
+    out.append(_status(await api.call("PATCH", f"{pods}/p", main, STRATEGIC)))
+    return out
+
+
+async def case_pod_level_resources(api: Api) -> list[Any]:
+    ns = await api.namespace("fid-podlevel")
+    pods = f"/api/v1/namespaces/{ns}/pods"
+    pod = {
+        **POD,
+        "spec": {
+            "resources": {"requests": {"cpu": "200m", "memory": "128Mi"}},
+            "containers": [
+                {
+                    "name": "c",
+                    "image": "registry.k8s.io/pause:3.10",
+                    "resources": {"requests": {"cpu": "300m"}},
+                }
+            ],
+        },
+    }
+    reply = await api.call("POST", pods, pod)
+    return [_status(reply), _causes(reply)]
+
+
+CASES = {
+    "crud-and-conflicts": case_crud_and_conflicts,
+    "validation-errors": case_validation_errors,
+    "watch": case_watch_sees_every_change,
+    "patch-content-types": case_patches_of_every_content_type,
+    "status-and-scale": case_status_and_scale_subresources,
+    "eviction-and-pdb": case_eviction_and_disruption_budget,
+    "resize": case_resize_subresource,
+    "pod-level-resources": case_pod_level_resources,
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+async def test_sim_and_kube_apiserver_agree(case: str, sim_api: Api, real_api: Api) -> None:
+    run = CASES[case]
+    real = await run(real_api)
+    sim = await run(sim_api)
+    assert sim == real, f"{case}: vpa sim answered\n  {sim}\nkube-apiserver answered\n  {real}"
