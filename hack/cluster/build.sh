@@ -6,7 +6,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-out="$root/.tools/cluster/bin"
+out="${VPA_CONTROL_PLANE_BIN:-$root/.tools/cluster/bin}"  # where vpa sim --control-plane=kubernetes looks
 stamp="$out/.stamp"
 
 # --optional: without Go, say so in one line and succeed (the tests that need the binaries then skip).
@@ -26,7 +26,7 @@ if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
   ok=1
   for b in "${bins[@]}"; do [[ -x "$out/$b" ]] || ok=0; done
   if [[ $ok == 1 ]]; then
-    echo "control plane $version already built in .tools/cluster/bin"
+    echo "control plane $version already built in $out"
     exit 0
   fi
 fi
@@ -46,4 +46,4 @@ CGO_ENABLED=0 go build -mod=readonly -trimpath -ldflags "$ldflags" -o "$out/" \
   k8s.io/kubernetes/cmd/kube-scheduler
 CGO_ENABLED=0 go build -mod=readonly -trimpath -ldflags "-s -w" -o "$out/etcd" go.etcd.io/etcd/server/v3
 echo "$want" > "$stamp"
-echo "built in $(( $(date +%s) - start )) s into .tools/cluster/bin"
+echo "built in $(( $(date +%s) - start )) s into $out"

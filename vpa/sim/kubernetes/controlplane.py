@@ -263,6 +263,9 @@ class ControlPlane:
                 f"--service-cluster-ip-range={SERVICE_CIDR}",
                 # Nodes heartbeat through their Leases; a slow machine must not see them go NotReady.
                 f"--node-monitor-grace-period={self.node_monitor_grace_s}s",
+                # A laptop cluster has no reason to throttle its own controllers (defaults: 20 QPS, burst 30).
+                "--kube-api-qps=200",
+                "--kube-api-burst=400",
                 "--profiling=false",
             ],
         )
@@ -276,6 +279,8 @@ class ControlPlane:
                 "--bind-address=127.0.0.1",
                 f"--secure-port={sched_port}",
                 "--leader-elect=false",
+                "--kube-api-qps=200",
+                "--kube-api-burst=400",
                 "--profiling=false",
             ],
         )
