@@ -1,0 +1,355 @@
+"""Benchmark: the real control plane, and vpa run against it beside the same run against `vpa sim`.
+
+Part 1 (always): the control plane's own costs — the warm rebuild of the binaries (`hack/cluster/build.sh`
+with its stamp removed, Go's build cache warm; `--cold` builds into empty module and build caches instead,
+downloads included), and start to ready of `RealCluster` (etcd, kube-apiserver, kube-controller-manager,
+kube-scheduler, CRDs Established, nodes registered, metrics.k8s.io Available).
+
+Part 2 (per backend, `--backend kubernetes|sim|both`): `vpa sim` as a process with N nodes (real time on both
+backends), D Deployments of R replicas and one VPA each (`updateMode: Off`, so nothing is evicted), created
+over HTTPS; once every pod runs, `vpa run --components=recommender,updater` as a process with default flags.
+Reported: time until every pod runs; time from `vpa run` start to every VPA having a recommendation; the
+recommender loop's time (`vpa_recommender_execution_latency_seconds{step="total"}`) and the API requests of
+one loop (`rest_client_requests_total` between two loops); `vpa run` RSS. Everything goes over real HTTPS
+through the production client; the admission webhook is left out (no Service maps to it here).
+
+    python -m benchmarks.control_plane [--backend both] [--nodes 500] [--deployments 1000] [--replicas 5]
+                                       [--skip-scale] [--cold]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import os
+import re
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+BUILD = REPO / "hack" / "cluster" / "build.sh"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _rss_mib(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def build_times(cold: bool) -> list[tuple[str, str]]:
+    rows: list[tuple[str, str]] = []
+    if shutil.which("go") is None:
+        return [("build", "skipped: go not found")]
+    env = dict(os.environ)
+    tmp: str | None = None
+    if cold:
+        tmp = tempfile.mkdtemp(prefix="vpa-cold-build-")
+        env.update(GOMODCACHE=f"{tmp}/mod", GOCACHE=f"{tmp}/cache", VPA_CONTROL_PLANE_BIN=f"{tmp}/bin")
+    else:
+        (REPO / ".tools" / "cluster" / "bin" / ".stamp").unlink(missing_ok=True)
+    start = time.monotonic()
+    subprocess.run(["bash", str(BUILD)], check=True, env=env, capture_output=True)
+    rows.append(("build, " + ("cold caches (downloads included)" if cold else "warm Go cache"),
+                 f"{time.monotonic() - start:.0f} s"))  # fmt: skip
+    start = time.monotonic()
+    subprocess.run(["bash", str(BUILD)], check=True, env=env, capture_output=True)
+    rows.append(("build, already built (stamp)", f"{time.monotonic() - start:.2f} s"))
+    if tmp is not None:
+        subprocess.run(["chmod", "-R", "u+w", tmp], check=False)
+        shutil.rmtree(tmp, ignore_errors=True)
+    return rows
+
+
+async def start_to_ready() -> list[tuple[str, str]]:
+    from vpa.sim.kubernetes.cluster import RealCluster
+
+    cluster = RealCluster(nodes=3)
+    start = time.monotonic()
+    await cluster.start()
+    took = time.monotonic() - start
+    await cluster.stop()
+    return [("control plane start to ready (3 nodes, CRDs, metrics API)", f"{took:.1f} s")]
+
+
+class Kube:
+    """A tiny HTTPS client from a kubeconfig with a bearer token (what `vpa sim` writes)."""
+
+    def __init__(self, kubeconfig: Path) -> None:
+        doc = yaml.safe_load(kubeconfig.read_text())
+        cluster = doc["clusters"][0]["cluster"]
+        self.url = cluster["server"]
+        ca = base64.b64decode(cluster["certificate-authority-data"]).decode()
+        self.ssl = ssl.create_default_context(cadata=ca)
+        self.token = doc["users"][0]["user"]["token"]
+        self.session = aiohttp.ClientSession(
+            base_url=self.url,
+            connector=aiohttp.TCPConnector(ssl=self.ssl, limit=16),
+            headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"},
+        )
+
+    async def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        for attempt in range(20):
+            async with self.session.request(
+                method, path, data=orjson.dumps(body) if body is not None else None
+            ) as resp:
+                raw = await resp.read()
+                if resp.status == 429 or resp.status >= 500:
+                    await asyncio.sleep(0.2 * (attempt + 1))
+                    continue
+                return resp.status, orjson.loads(raw) if raw else None
+        return resp.status, None
+
+    async def close(self) -> None:
+        await self.session.close()
+
+
+def _deployment(i: int, replicas: int) -> dict[str, Any]:
+    name = f"app-{i:04d}"
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "app",
+                            "image": "registry.k8s.io/pause:3.10",
+                            "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
+                        }
+                    ]
+                },
+            },
+        },
+    }
+
+
+def _vpa(i: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "autoscaling.k8s.io/v1",
+        "kind": "VerticalPodAutoscaler",
+        "metadata": {"name": f"app-{i:04d}"},
+        "spec": {
+            "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": f"app-{i:04d}"},
+            "updatePolicy": {"updateMode": "Off"},
+        },
+    }
+
+
+async def _gather_bounded(coros: list[Any], limit: int = 16) -> None:
+    sem = asyncio.Semaphore(limit)
+
+    async def one(coro: Any) -> None:
+        async with sem:
+            await coro
+
+    await asyncio.gather(*(one(c) for c in coros))
+
+
+async def _running_pods(kube: Kube) -> int:
+    count, cont = 0, ""
+    while True:
+        path = "/api/v1/pods?limit=2000&fieldSelector=status.phase%3DRunning" + (
+            f"&continue={cont}" if cont else ""
+        )
+        _, page = await kube.call("GET", path)
+        count += len(page["items"])
+        cont = page["metadata"].get("continue") or ""
+        if not cont:
+            return count
+
+
+async def _recommended(kube: Kube) -> int:
+    _, doc = await kube.call("GET", "/apis/autoscaling.k8s.io/v1/verticalpodautoscalers")
+    return sum(
+        1
+        for v in doc["items"]
+        if ((v.get("status") or {}).get("recommendation") or {}).get("containerRecommendations")
+    )
+
+
+def _metric(text: str, name: str, labels: str = "") -> float:
+    total = 0.0
+    pattern = re.compile(rf"^{re.escape(name)}(\{{[^}}]*\}})? ([0-9.e+-]+)$", re.MULTILINE)
+    for match in pattern.finditer(text):
+        if labels in (match.group(1) or ""):
+            total += float(match.group(2))
+    return total
+
+
+async def _stop(proc: asyncio.subprocess.Process | None) -> None:
+    if proc is None or proc.returncode is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        await asyncio.wait_for(proc.wait(), 60)
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+
+
+async def _spawn(args: list[str], log: Path) -> asyncio.subprocess.Process:
+    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+    with log.open("wb") as out:
+        return await asyncio.create_subprocess_exec(*args, stdout=out, stderr=out, cwd=REPO, env=env)
+
+
+async def _until(what: str, probe: Any, proc: asyncio.subprocess.Process, log: Path, limit_s: float) -> None:
+    """Poll `probe()` until it is true; fail if `proc` exits or `limit_s` passes."""
+    deadline = time.monotonic() + limit_s
+    while True:
+        if await probe():
+            return
+        if proc.returncode is not None:
+            tail = await asyncio.to_thread(log.read_text)
+            raise RuntimeError(f"waiting for {what}, the process exited: {tail[-2000:]}")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"timed out after {limit_s:.0f} s waiting for {what}")
+        await asyncio.sleep(1)
+
+
+LOOPS = "vpa_recommender_execution_latency_seconds_count"
+LOOP_SECONDS = "vpa_recommender_execution_latency_seconds_sum"
+TOTAL = 'step="total"'
+
+
+async def scale_run(backend: str, nodes: int, deployments: int, replicas: int) -> list[tuple[str, str]]:
+    work = Path(tempfile.mkdtemp(prefix=f"vpa-bench-{backend}-"))
+    kubeconfig = work / "kubeconfig"
+    args = [sys.executable, "-m", "vpa.cli", "sim", "--kubeconfig-out", str(kubeconfig),
+            "--nodes", str(nodes), "--node-cpu", "32", "--node-memory", "128Gi"]  # fmt: skip
+    args += ["--control-plane=kubernetes"] if backend == "kubernetes" else ["--time-scale", "1"]
+    sim = await _spawn(args, work / "sim.log")
+    run: asyncio.subprocess.Process | None = None
+    rows: list[tuple[str, str]] = []
+    kube: Kube | None = None
+
+    async def exists() -> bool:
+        return kubeconfig.exists()
+
+    try:
+        await _until("vpa sim to start", exists, sim, work / "sim.log", 300)
+        kube = Kube(kubeconfig)
+        start = time.monotonic()
+        for ns in sorted({f"bench-{i % 10}" for i in range(deployments)}):
+            await kube.call("POST", "/api/v1/namespaces", {"metadata": {"name": ns}})
+        await asyncio.sleep(2)  # each namespace's default ServiceAccount
+        k = kube
+        await _gather_bounded([
+            k.call("POST", f"/apis/apps/v1/namespaces/bench-{i % 10}/deployments", _deployment(i, replicas))
+            for i in range(deployments)
+        ])  # fmt: skip
+        vpas = "/apis/autoscaling.k8s.io/v1/namespaces/bench-{}/verticalpodautoscalers"
+        await _gather_bounded([k.call("POST", vpas.format(i % 10), _vpa(i)) for i in range(deployments)])
+        want = deployments * replicas
+
+        async def all_running() -> bool:
+            return await _running_pods(k) >= want
+
+        await _until(f"{want} running pods", all_running, sim, work / "sim.log", 1800)
+        rows.append((f"{backend}: {want} pods on {nodes} nodes running", f"{time.monotonic() - start:.0f} s"))
+
+        port = _free_port()
+        run = await _spawn(
+            [sys.executable, "-m", "vpa.cli", "run", f"--kubeconfig={kubeconfig}",
+             f"--address=127.0.0.1:{port}", "--components=recommender,updater", "--log-format=json"],
+            work / "vpa-run.log",
+        )  # fmt: skip
+        started = time.monotonic()
+
+        async def all_recommended() -> bool:
+            return await _recommended(k) >= deployments
+
+        await _until("every VPA recommended", all_recommended, run, work / "vpa-run.log", 1800)
+        rows.append(
+            (f"{backend}: vpa run start to every VPA recommended", f"{time.monotonic() - started:.0f} s")
+        )
+
+        async with aiohttp.ClientSession() as plain:
+            seen: dict[str, str] = {}
+
+            async def loops_at_least(n: float) -> bool:
+                async with plain.get(f"http://127.0.0.1:{port}/metrics") as resp:
+                    seen["text"] = await resp.text()
+                return _metric(seen["text"], LOOPS, TOTAL) >= n
+
+            await loops_at_least(0)
+            loops = _metric(seen["text"], LOOPS, TOTAL)
+            await _until("a loop", lambda: loops_at_least(loops + 1), run, work / "vpa-run.log", 600)
+            requests_before = _metric(seen["text"], "rest_client_requests_total")
+            seconds_before = _metric(seen["text"], LOOP_SECONDS, TOTAL)
+            await _until("another loop", lambda: loops_at_least(loops + 2), run, work / "vpa-run.log", 600)
+            loop_s = _metric(seen["text"], LOOP_SECONDS, TOTAL) - seconds_before
+            requests = _metric(seen["text"], "rest_client_requests_total") - requests_before
+        rows.append((f"{backend}: steady recommender loop", f"{loop_s:.1f} s"))
+        rows.append((f"{backend}: API requests per loop (recommender and updater)", f"{requests:.0f}"))
+        rows.append((f"{backend}: vpa run RSS", f"{_rss_mib(run.pid):.0f} MiB"))
+    finally:
+        if kube is not None:
+            await kube.close()
+        await _stop(run)
+        await _stop(sim)
+        shutil.rmtree(work, ignore_errors=True)
+    return rows
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.control_plane")
+    parser.add_argument("--backend", choices=("kubernetes", "sim", "both"), default="both")
+    parser.add_argument("--nodes", type=int, default=500)
+    parser.add_argument("--deployments", type=int, default=1000)
+    parser.add_argument("--replicas", type=int, default=5)
+    parser.add_argument("--skip-scale", action="store_true", help="only the build and start-up part")
+    parser.add_argument("--skip-build", action="store_true", help="do not rebuild the binaries")
+    parser.add_argument("--cold", action="store_true", help="build into empty Go caches (downloads included)")
+    args = parser.parse_args(argv)
+    rows: list[tuple[str, str]] = []
+    if not args.skip_build:
+        rows += build_times(args.cold)
+    from vpa.sim.kubernetes.controlplane import ControlPlaneError, find_binaries
+
+    try:
+        find_binaries()
+    except ControlPlaneError as err:
+        print(f"control_plane: skipped: {err}")
+        return 0
+    rows += asyncio.run(start_to_ready())
+    if not args.skip_scale:
+        backends = ("sim", "kubernetes") if args.backend == "both" else (args.backend,)
+        for backend in backends:
+            rows += asyncio.run(scale_run(backend, args.nodes, args.deployments, args.replicas))
+    width = max(len(name) for name, _ in rows)
+    print(f"\ncontrol_plane ({os.cpu_count()} CPUs)")
+    for name, value in rows:
+        print(f"  {name:<{width}}  {value}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
