@@ -1,8 +1,10 @@
 """`vpa sim`: run the simulated cluster as a process until SIGTERM/SIGINT.
 
-Owns: the command's flags (argparse), starting `SimCluster` on uvloop, printing the API URL and the
-kubeconfig path (one `key: value` line each, flushed, so scripts can read them), and a clean exit 0 on
-SIGTERM/SIGINT. `python -m vpa.sim.main` works too; the project CLI dispatches `vpa sim ...` here.
+Owns: the command's flags (argparse), starting `SimCluster` (or, with `--control-plane=kubernetes`,
+`RealCluster`) on uvloop, `vpa sim agent` (the kubelet stand-in against an existing API server), printing
+the API URL and the kubeconfig path (one `key: value` line each, flushed, so scripts can read them), and a
+clean exit 0 on SIGTERM/SIGINT. `python -m vpa.sim.main` works too; the project CLI dispatches `vpa sim ...`
+here.
 
 Must not: implement API or cluster semantics (`vpa.sim.apiserver` / `vpa.sim.cluster` do).
 """
@@ -18,6 +20,7 @@ from pathlib import Path
 import uvloop
 
 from vpa.sim.apiserver.harness import SUPPORTED_VERSIONS, SimCluster
+from vpa.sim.contracts import ApiError
 from vpa.sim.kubernetes.cluster import RealCluster
 from vpa.sim.kubernetes.controlplane import ControlPlaneError, find_binaries
 
@@ -201,7 +204,75 @@ async def _run(cluster: SimCluster | RealCluster) -> int:
     return 0
 
 
+def build_agent_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="vpa sim agent",
+        description="Run the simulator's nodes, kubelets, usage profiles and metrics.k8s.io against an "
+        "existing API server (its scheduler binds the pods; this agent runs them) until SIGTERM/SIGINT.",
+    )
+    p.add_argument(
+        "--kubeconfig", type=Path, required=True, help="kubeconfig of the API server (admin rights)"
+    )
+    p.add_argument("--context", default=None, help="kubeconfig context (default: current-context)")
+    p.add_argument("--nodes", type=int, default=3, help="number of nodes to register")
+    p.add_argument("--node-cpu", default="4", help="allocatable CPU per node (quantity)")
+    p.add_argument("--node-memory", default="16Gi", help="allocatable memory per node (quantity)")
+    p.add_argument("--node-name-prefix", default="vpa-sim-node-", help="nodes are named PREFIX1..PREFIXN")
+    p.add_argument("--metrics-resolution", type=float, default=15.0, metavar="SECONDS",
+                   help="metrics.k8s.io sampling interval (default 15)")  # fmt: skip
+    return p
+
+
+async def _agent(args: argparse.Namespace) -> int:
+    from vpa.model.quantity import cpu_millicores, memory_bytes
+    from vpa.sim.kubernetes.cluster import KubeletStandIn, stand_in_options
+    from vpa.sim.kubernetes.kubeconfig import load
+    from vpa.sim.kubernetes.remotestore import RemoteStore
+
+    creds = load(args.kubeconfig, args.context)
+    store = RemoteStore(creds.server, creds.ca_pem, creds.token, client_cert=creds.client_cert)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    stand_in: KubeletStandIn | None = None
+    try:
+        await store.start(["pods", "nodes", "leases.coordination.k8s.io"])
+        info = await store.call("GET", "/version")
+        version = (int(info["major"]), int(str(info["minor"]).rstrip("+")))
+        options = stand_in_options(
+            version,
+            nodes=args.nodes,
+            node_cpu_millicores=cpu_millicores(args.node_cpu),
+            node_memory_bytes=memory_bytes(args.node_memory),
+            node_name_prefix=args.node_name_prefix,
+            metrics_resolution_s=args.metrics_resolution,
+        )
+        stand_in = KubeletStandIn(store, options)
+        await stand_in.start()
+        print(f"nodes: {args.nodes} ({args.node_name_prefix}1..{args.nodes}) on {creds.server}", flush=True)
+        await stop.wait()
+    except ApiError as err:
+        print(f"vpa sim agent: {creds.server}: {err.code} {err.message}", file=sys.stderr)
+        return 2
+    except ControlPlaneError as err:
+        print(f"vpa sim agent: {err}", file=sys.stderr)
+        return 2
+    finally:
+        if stand_in is not None:
+            await stand_in.stop()
+        await store.close()
+    return 0
+
+
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["agent"]:
+        agent_args = build_agent_parser().parse_args(argv[1:])
+        try:
+            return uvloop.run(_agent(agent_args))
+        except (ValueError, OSError) as exc:
+            print(f"vpa sim agent: {exc}", file=sys.stderr)
+            return 2
     args = build_parser().parse_args(argv)
     try:
         return uvloop.run(_serve(args))

@@ -68,9 +68,7 @@ class RealCluster:
         self.metrics_resolution_s = metrics_resolution_s
         self.control_plane = ControlPlane(bin_dir=bin_dir, workdir=workdir)
         self.store: RemoteStore | None = None
-        self.runtime: Runtime | None = None
-        self.agent: NodeAgent | None = None
-        self.metrics_api: MetricsApi | None = None
+        self.stand_in: KubeletStandIn | None = None
         self.forwarders: list[Forwarder] = []
         self.url = ""
         self.version: tuple[int, int] = (0, 0)
@@ -116,32 +114,16 @@ class RealCluster:
             self.kubeconfig_path = self.kubeconfig_out
 
     async def _start_behaviour(self, store: RemoteStore) -> None:
-        if self.version not in SUPPORTED_VERSIONS:
-            raise ControlPlaneError(f"kube-apiserver v{self.version[0]}.{self.version[1]} is not supported")
-        options = ClusterOptions(
+        options = stand_in_options(
+            self.version,
             nodes=self.nodes,
             node_cpu_millicores=self.node_cpu_millicores,
             node_memory_bytes=self.node_memory_bytes,
-            kubernetes_version=self.version,
             trace_dir=self.trace_dir,
             metrics_resolution_s=self.metrics_resolution_s,
-            schedule=False,
-            node_lease_renew_s=NODE_LEASE_RENEW_S,
         )
-        clock = VirtualClock(start=time.time(), time_scale=1.0)  # real time, with the simulator's timers
-        self.runtime = Runtime(store, clock)
-        usage = UsageRegistry(
-            options.default_usage_fraction, Path(self.trace_dir) if self.trace_dir else None
-        )
-        self.agent = NodeAgent(self.runtime, store, clock, options, usage)
-        metrics = Metrics(self.agent, usage, clock, options)
-        self.agent.register()
-        await self.agent.create_nodes()
-        await self.runtime.start()
-        self.metrics_api = MetricsApi(metrics.list_pods, metrics.list_nodes)
-        await self.metrics_api.start()
-        await self.metrics_api.register(store.call)
-        await self._wait_available(store, f"{VERSION}.{GROUP}")
+        self.stand_in = KubeletStandIn(store, options)
+        await self.stand_in.start()
 
     @staticmethod
     async def _install_crds(store: RemoteStore, docs: list[JsonObj]) -> None:
@@ -158,22 +140,13 @@ class RealCluster:
             name = doc["metadata"]["name"]
             await _wait_condition(store, f"{path}/{name}", "Established", f"CRD {name}")
 
-    @staticmethod
-    async def _wait_available(store: RemoteStore, name: str) -> None:
-        await _wait_condition(
-            store, f"/apis/apiregistration.k8s.io/v1/apiservices/{name}", "Available", f"APIService {name}"
-        )
-
     async def stop(self) -> None:
         for fwd in self.forwarders:
             await fwd.stop()
         self.forwarders = []
-        if self.runtime is not None:
-            await self.runtime.stop()
-            self.runtime = None
-        if self.metrics_api is not None:
-            await self.metrics_api.stop()
-            self.metrics_api = None
+        if self.stand_in is not None:
+            await self.stand_in.stop()
+            self.stand_in = None
         if self.store is not None:
             await self.store.close()
             self.store = None
@@ -194,3 +167,46 @@ async def _wait_condition(store: RemoteStore, path: str, ctype: str, what: str) 
         await asyncio.sleep(0.2)
     message = (last or {}).get("message") or "no condition yet"
     raise ControlPlaneError(f"{what} not {ctype} after {READY_TIMEOUT_S:.0f} s: {message}")
+
+
+def stand_in_options(version: tuple[int, int], **knobs: Any) -> ClusterOptions:
+    """The node agent's options on a real API server: its scheduler binds pods, nodes renew Leases."""
+    if version not in SUPPORTED_VERSIONS:
+        supported = ", ".join(f"{a}.{b}" for a, b in SUPPORTED_VERSIONS)
+        raise ControlPlaneError(f"kube-apiserver v{version[0]}.{version[1]} is not supported ({supported})")
+    return ClusterOptions(
+        kubernetes_version=version, schedule=False, node_lease_renew_s=NODE_LEASE_RENEW_S, **knobs
+    )
+
+
+class KubeletStandIn:
+    """The simulator's nodes, kubelets, usage profiles and metrics.k8s.io on the API server of `store`."""
+
+    def __init__(self, store: RemoteStore, options: ClusterOptions) -> None:
+        self.store = store
+        self.options = options
+        clock = VirtualClock(start=time.time(), time_scale=1.0)  # real time, with the simulator's timers
+        self.runtime = Runtime(store, clock)
+        trace_dir = Path(options.trace_dir) if options.trace_dir else None
+        self.usage = UsageRegistry(options.default_usage_fraction, trace_dir)
+        self.agent = NodeAgent(self.runtime, store, clock, options, self.usage)
+        self.metrics = Metrics(self.agent, self.usage, clock, options)
+        self.metrics_api = MetricsApi(self.metrics.list_pods, self.metrics.list_nodes)
+
+    async def start(self) -> None:
+        self.agent.register()
+        await self.agent.create_nodes()
+        await self.runtime.start()
+        await self.metrics_api.start()
+        await self.metrics_api.register(self.store.call)
+        name = f"{VERSION}.{GROUP}"
+        await _wait_condition(
+            self.store,
+            f"/apis/apiregistration.k8s.io/v1/apiservices/{name}",
+            "Available",
+            f"APIService {name}",
+        )
+
+    async def stop(self) -> None:
+        await self.runtime.stop()
+        await self.metrics_api.stop()

@@ -16,8 +16,10 @@ import asyncio
 import contextlib
 import logging
 import ssl
+import tempfile
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -103,10 +105,28 @@ class _Tracked:
 class RemoteStore:
     """A `vpa.sim.contracts.Store` whose state is a real API server's (`url`, CA, bearer token)."""
 
-    def __init__(self, url: str, ca_pem: bytes, token: str) -> None:
+    def __init__(
+        self,
+        url: str,
+        ca_pem: bytes | None,
+        token: str | None = None,
+        *,
+        client_cert: tuple[bytes, bytes] | None = None,
+    ) -> None:
         self.url = url.rstrip("/")
-        self._ssl = ssl.create_default_context(cadata=ca_pem.decode())
-        self._headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+        if ca_pem:
+            self._ssl = ssl.create_default_context(cadata=ca_pem.decode())
+        else:
+            self._ssl = ssl.create_default_context()
+        if client_cert is not None:
+            with tempfile.TemporaryDirectory() as tmp:
+                cert, key = Path(tmp, "client.crt"), Path(tmp, "client.key")
+                cert.write_bytes(client_cert[0])
+                key.write_bytes(client_cert[1])
+                self._ssl.load_cert_chain(cert, key)
+        self._headers = {"Accept": "application/json"}
+        if token:
+            self._headers["Authorization"] = f"Bearer {token}"
         self._session: aiohttp.ClientSession | None = None
         self._tracked: dict[str, _Tracked] = {}
         self._tasks: list[asyncio.Task[None]] = []
