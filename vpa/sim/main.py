@@ -191,7 +191,7 @@ async def _run(cluster: SimCluster | RealCluster) -> int:
         loop.add_signal_handler(sig, stop.set)
     try:
         await cluster.start()
-    except ControlPlaneError as err:
+    except (ControlPlaneError, OSError) as err:
         print(f"vpa sim: {err}", file=sys.stderr)
         return 2
     try:

@@ -43,6 +43,12 @@ class Forwarder:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 sock.bind((address, _PORT))
+            except PermissionError:
+                sock.close()
+                raise OSError(
+                    f"--webhook-service on a real control plane listens on {address}:{_PORT}, which needs "
+                    "root, CAP_NET_BIND_SERVICE, or sysctl net.ipv4.ip_unprivileged_port_start=443"
+                ) from None
             except OSError:
                 sock.close()
                 continue
