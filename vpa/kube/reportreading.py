@@ -1,0 +1,99 @@
+"""What `vpa report` reads from a cluster: VPAs, their pods, and the updater's events, in one pass.
+
+Owns: `read_report_inputs` — paged LISTs of VerticalPodAutoscalers, pods and the Events whose reason is one
+of the updater's actions (one LIST per reason, `fieldSelector=reason=...`), in one namespace or all; each
+VPA's target resolved to a pod selector with the recommender's own `TargetResolver` (so the report and the
+recommender agree on which pods a VPA controls), and the pods of the VPA's namespace that the selector
+matches. Objects that do not convert are skipped and counted.
+
+Must not: compute the report (that is `vpa.logic.reporting`), write anything, or format output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Final, TypeVar
+
+from vpa.kube import converting
+from vpa.kube.client import KubeClient, api_path
+from vpa.kube.targets import TargetResolver
+from vpa.logic.reporting import ACTION_REASONS
+from vpa.model.clock import Clock
+from vpa.model.event import EventView
+from vpa.model.pod import PodView
+from vpa.model.vpa import VpaView
+
+T = TypeVar("T")
+PAGE_SIZE: Final = 500
+
+
+@dataclass(frozen=True, slots=True)
+class VpaInputs:
+    """One VPA, the pods it controls, and why none could be found (`target_problem`, else "")."""
+
+    vpa: VpaView
+    pods: tuple[PodView, ...]
+    target_problem: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ReportInputs:
+    vpas: tuple[VpaInputs, ...]
+    events: tuple[EventView, ...]
+    skipped: int
+    """Objects that did not convert (malformed VPAs, pods or events)."""
+
+
+async def _list(client: KubeClient, path: str, query: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    token: str | None = None
+    while True:
+        page_query: dict[str, Any] = {"limit": PAGE_SIZE, **(query or {})}
+        if token:
+            page_query["continue"] = token
+        answer = await client.get(path, query=page_query)
+        items.extend(answer.get("items") or [])
+        token = (answer.get("metadata") or {}).get("continue")
+        if not token:
+            return items
+
+
+def _convert(objs: Iterable[dict[str, Any]], convert: Callable[[dict[str, Any]], T]) -> tuple[list[T], int]:
+    out: list[T] = []
+    skipped = 0
+    for obj in objs:
+        try:
+            out.append(convert(obj))
+        except converting.ConversionError:
+            skipped += 1
+    return out, skipped
+
+
+async def read_report_inputs(client: KubeClient, clock: Clock, namespace: str | None = None) -> ReportInputs:
+    """Everything the report needs, read now; `namespace` None means every namespace."""
+    vpa_path = api_path("autoscaling.k8s.io", "v1", "verticalpodautoscalers", namespace=namespace)
+    vpas, bad_vpas = _convert(await _list(client, vpa_path), converting.vpa_from_dict)
+    pods, bad_pods = _convert(
+        await _list(client, api_path("", "v1", "pods", namespace=namespace)), converting.pod_from_dict
+    )
+    raw_events: list[dict[str, Any]] = []
+    for reason in sorted(ACTION_REASONS):
+        raw_events += await _list(
+            client, api_path("", "v1", "events", namespace=namespace), {"fieldSelector": f"reason={reason}"}
+        )
+    events, bad_events = _convert(raw_events, converting.event_from_dict)
+    by_namespace: dict[str, list[PodView]] = {}
+    for pod in pods:
+        by_namespace.setdefault(pod.namespace, []).append(pod)
+    resolver = TargetResolver(client, clock, namespace=namespace)
+    out = []
+    for vpa in sorted(vpas, key=lambda v: (v.namespace, v.name)):
+        resolution = await resolver.resolve(vpa.namespace, vpa.target_ref)
+        if resolution.selector is None:
+            out.append(VpaInputs(vpa, (), resolution.unsupported or "the target has no selector"))
+            continue
+        selector = resolution.selector
+        matched = tuple(p for p in by_namespace.get(vpa.namespace, ()) if selector.matches(p.labels))
+        out.append(VpaInputs(vpa, matched, resolution.unsupported or ""))
+    return ReportInputs(tuple(out), tuple(events), bad_vpas + bad_pods + bad_events)
