@@ -40,7 +40,7 @@ async def read(settings: ReportSettings, clock: Clock) -> ReportInputs:
         detail = " ".join(str(err).split()) or type(err).__name__
         raise ConfigProblem(f"{where}: {detail}") from None
     async with client:
-        return await read_report_inputs(client, clock, settings.namespace or None)
+        return await read_report_inputs(client, clock, reporting.ACTION_REASONS, settings.namespace or None)
 
 
 def render(settings: ReportSettings, inputs: ReportInputs, generated_at: float) -> str:

@@ -36,12 +36,12 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from vpa.components.context import ComponentContext
-from vpa.kube.targets import TargetResolver
+from vpa.kube.targets import Resolution, TargetResolver
 from vpa.logic.reporting import ContainerRow, container_rows
 from vpa.model.pod import PodView
 from vpa.model.resources import CPU, MEMORY, Resources
 from vpa.model.selector import Selector
-from vpa.model.vpa import VpaView
+from vpa.model.vpa import TargetRef, VpaView
 
 log = structlog.get_logger(__name__)
 
@@ -71,6 +71,14 @@ class VpaSource(Protocol):
 
 class PodSource(Protocol):
     def by_index(self, name: str, value: str) -> list[PodView]: ...
+
+
+class SelectorResolver(Protocol):
+    """What the exporter needs of `vpa.kube.targets.TargetResolver`."""
+
+    async def resolve(self, namespace: str, target: TargetRef | None) -> Resolution: ...
+
+    def forget_unused(self) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +139,7 @@ class RecommendationMetrics(Collector):
         self,
         vpas: VpaSource,
         pods: PodSource,
-        resolver: TargetResolver,
+        resolver: SelectorResolver,
         registry: CollectorRegistry,
         *,
         max_series: int,

@@ -297,7 +297,7 @@ RUN_FLAGS: Final[tuple[FlagDef, ...]] = (
             "is gone disappear; at most --recommendation-metrics-max-series series. See docs/metrics.md."),
     FlagDef("recommendation-metrics-max-series", INT, _C, "Upper bound on the series "
             "--recommendation-metrics exports; containers beyond it (in namespace, VPA, container "
-            "order) are left out and counted in vpa_recommendation_metrics_dropped_series.",
+            "order) are left out and counted in vpa_recommendation_metrics_dropped_series_total.",
             "recommendation_metrics_max_series", addition=True),
     # --- leader election --------------------------------------------------------------------------------
     FlagDef("leader-elect", BOOL, _L, "Gain leadership through a Lease before running the recommender's and "

@@ -1,10 +1,10 @@
 """What `vpa report` reads from a cluster: VPAs, their pods, and the updater's events, in one pass.
 
-Owns: `read_report_inputs` — paged LISTs of VerticalPodAutoscalers, pods and the Events whose reason is one
-of the updater's actions (one LIST per reason, `fieldSelector=reason=...`), in one namespace or all; each
-VPA's target resolved to a pod selector with the recommender's own `TargetResolver` (so the report and the
-recommender agree on which pods a VPA controls), and the pods of the VPA's namespace that the selector
-matches. Objects that do not convert are skipped and counted.
+Owns: `read_report_inputs` — paged LISTs of VerticalPodAutoscalers, pods and the Events whose reason the
+caller names (the updater's actions; one LIST per reason, `fieldSelector=reason=...`), in one namespace
+or all; each VPA's target resolved to a pod selector with the recommender's own `TargetResolver` (so the
+report and the recommender agree on which pods a VPA controls), and the pods of the VPA's namespace that
+the selector matches. Objects that do not convert are skipped and counted.
 
 Must not: compute the report (that is `vpa.logic.reporting`), write anything, or format output.
 """
@@ -18,7 +18,6 @@ from typing import Any, Final, TypeVar
 from vpa.kube import converting
 from vpa.kube.client import KubeClient, api_path
 from vpa.kube.targets import TargetResolver
-from vpa.logic.reporting import ACTION_REASONS
 from vpa.model.clock import Clock
 from vpa.model.event import EventView
 from vpa.model.pod import PodView
@@ -70,15 +69,18 @@ def _convert(objs: Iterable[dict[str, Any]], convert: Callable[[dict[str, Any]],
     return out, skipped
 
 
-async def read_report_inputs(client: KubeClient, clock: Clock, namespace: str | None = None) -> ReportInputs:
-    """Everything the report needs, read now; `namespace` None means every namespace."""
+async def read_report_inputs(
+    client: KubeClient, clock: Clock, event_reasons: Iterable[str], namespace: str | None = None
+) -> ReportInputs:
+    """Everything the report needs, read now: the Events of `event_reasons` only; `namespace` None means
+    every namespace."""
     vpa_path = api_path("autoscaling.k8s.io", "v1", "verticalpodautoscalers", namespace=namespace)
     vpas, bad_vpas = _convert(await _list(client, vpa_path), converting.vpa_from_dict)
     pods, bad_pods = _convert(
         await _list(client, api_path("", "v1", "pods", namespace=namespace)), converting.pod_from_dict
     )
     raw_events: list[dict[str, Any]] = []
-    for reason in sorted(ACTION_REASONS):
+    for reason in sorted(event_reasons):
         raw_events += await _list(
             client, api_path("", "v1", "events", namespace=namespace), {"fieldSelector": f"reason={reason}"}
         )

@@ -356,8 +356,9 @@ def _bar_chart(chart_id: str, title: str, items: Sequence[tuple[str, int, int]],
             width = max(0, round(bar_w * amount / largest))
             text = cores(amount) if fmt == "cpu" else memory(amount)
             parts.append(
-                f'<rect class="bar {kind}" data-chart="{chart_id}" data-label="{_e(label)}" data-value="{amount}" '
-                f'x="{label_w}" y="{y + offset * 14}" width="{width}" height="12"><title>{kind}: '
+                f'<rect class="bar {kind}" data-chart="{chart_id}" data-label="{_e(label)}" '
+                f'data-value="{amount}" x="{label_w}" y="{y + offset * 14}" width="{width}" height="12">'
+                f'<title>{kind}: '
                 f'{_e(text)}</title></rect>'
                 f'<text x="{label_w + width + 4}" y="{y + offset * 14 + 10}">{_e(text)}</text>'
             )

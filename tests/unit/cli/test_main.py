@@ -90,7 +90,9 @@ BAD_INPUTS = {
         ["report", "--output=pdf"],
         'vpa report: invalid value "pdf" for flag --output: must be one of table, json, csv, html',
     ),
-    "report-positional": (["report", "ns"], 'vpa report: unexpected argument "ns": vpa report takes only flags'),
+    "report-positional": (
+        ["report", "ns"], 'vpa report: unexpected argument "ns": vpa report takes only flags'
+    ),
     "metrics-max-series": (
         ["run", "--recommendation-metrics-max-series=0"],
         "vpa run: --recommendation-metrics-max-series must be at least 1, not 0",
@@ -181,7 +183,9 @@ def test_report_hands_settings_to_the_report_tool(monkeypatch: pytest.MonkeyPatc
     assert calls == [ReportSettings(kubeconfig="/k", namespace="shop", output="html"),
                      ReportSettings(kubeconfig="/other", output="csv", output_file="r.csv")]
     status, out, _ = call(["report", "--help"])
-    assert status == 0 and "--output-file" in out and "savings" in out
+    assert status == 0
+    assert "--output-file" in out
+    assert "savings" in out
 
 
 def test_sim_hands_its_arguments_over_untouched(

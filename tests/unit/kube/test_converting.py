@@ -1033,7 +1033,8 @@ def test_event_from_dict_keeps_the_eviction_annotations_only() -> None:
 
 @pytest.mark.parametrize(("extra", "message", "event_type", "last"), [
     ({"message": "Pod was resized in place by VPA Updater.", "type": "Normal",
-      "lastTimestamp": "2026-01-01T00:01:00Z"}, "Pod was resized in place by VPA Updater.", "Normal", 1767225660.0),
+      "lastTimestamp": "2026-01-01T00:01:00Z"},
+     "Pod was resized in place by VPA Updater.", "Normal", 1767225660.0),
     ({"eventTime": "2026-01-01T00:02:00.500000Z"}, "", "", 1767225720.5),
     # Fields only `vpa report` reads never cost the recommender an event: malformed ones read as absent.
     ({"message": 7, "type": None, "lastTimestamp": "yesterday"}, "", "", None),

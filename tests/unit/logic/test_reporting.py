@@ -34,7 +34,7 @@ def pod(name: str, *containers: tuple[str, int | None, int | None], terminating:
     `actual` sets the first container's status requests (an in-place resize the kubelet applied)."""
     specs = tuple(ContainerView(n, requests=Resources(c, m), limits=Resources(2000, 1024 * MI))
                   for n, c, m in containers)
-    statuses = ()
+    statuses: tuple[ContainerStatusView, ...] = ()
     if actual is not None:
         statuses = (ContainerStatusView(containers[0][0], actual_requests=Resources(*actual)),)
     return PodView("ns", name, uid=name, labels={"app": "web"}, containers=specs, container_statuses=statuses,
@@ -46,8 +46,8 @@ def vpa(*recommended: tuple[str, int, int], name: str = "web", namespace: str = 
     recommendation = None
     if recommended:
         recommendation = Recommendation(tuple(
-            RecommendedContainerResources(n, Resources(c, m), Resources(c // 2, m // 2), Resources(c * 2, m * 2),
-                                          Resources(c, m))
+            RecommendedContainerResources(n, Resources(c, m), Resources(c // 2, m // 2),
+                                          Resources(c * 2, m * 2), Resources(c, m))
             for n, c, m in recommended))
     return VpaView(namespace, name, uid=f"uid-{name}", target_ref=TargetRef("apps/v1", "Deployment", name),
                    update_policy=UpdatePolicy(update_mode=mode),
@@ -75,7 +75,8 @@ ROW_CASES = [
     ("no recommendation yet: requests shown, no difference",
      vpa(), [pod("a", ("app", 500, MI))], [("app", 1, Resources(500, MI), None, None)]),
     ("a container without a CPU request has no CPU difference",
-     vpa(("app", 100, MI)), [pod("a", ("app", None, 2 * MI))], [("app", 1, Resources(None, 2 * MI), None, MI)]),
+     vpa(("app", 100, MI)), [pod("a", ("app", None, 2 * MI))],
+     [("app", 1, Resources(None, 2 * MI), None, MI)]),
     ("recommended containers first in their order, then containers only the pods run; terminating pods out",
      vpa(("b", 100, MI), ("a", 100, MI)),
      [pod("p", ("a", 100, MI), ("side", 50, MI)), pod("gone", ("a", 900, MI), terminating=True)],
@@ -88,7 +89,8 @@ ROW_CASES = [
 def test_container_rows(case: str, the_vpa: VpaView, pods: list[PodView],
                         expected: list[tuple[str, int, Resources, int | None, int | None]]) -> None:
     rows = container_rows(the_vpa, pods)
-    assert [(r.container, r.pods, r.requests, r.cpu_diff_millicores, r.memory_diff_bytes) for r in rows] == expected
+    got = [(r.container, r.pods, r.requests, r.cpu_diff_millicores, r.memory_diff_bytes) for r in rows]
+    assert got == expected
 
 
 def test_row_carries_bounds_and_limits() -> None:
@@ -119,9 +121,12 @@ ACTION_CASES = [
 
 
 @pytest.mark.parametrize(("case", "events", "expected"), ACTION_CASES, ids=[c[0] for c in ACTION_CASES])
-def test_last_action(case: str, events: list[EventView], expected: tuple[str, str, str, float] | None) -> None:
+def test_last_action(
+    case: str, events: list[EventView], expected: tuple[str, str, str, float] | None
+) -> None:
     action = last_action(vpa(), [pod("a", ("app", 1, 1))], events)
-    got = None if action is None else (action.reason, action.object_kind, action.object_name, action.timestamp)
+    got = None if action is None else (
+        action.reason, action.object_kind, action.object_name, action.timestamp)
     assert got == expected
     if action is not None:
         assert action.message == f"{expected[0] if expected else ''} message"
@@ -130,7 +135,8 @@ def test_last_action(case: str, events: list[EventView], expected: tuple[str, st
 def test_an_event_without_last_timestamp_uses_its_creation_time() -> None:
     old = EventView("ns", "e", "u", "1", "EvictedPod", "VerticalPodAutoscaler", "ns", "web", 50.0)
     action = last_action(vpa(), [], [old, event("EvictedPod", "VerticalPodAutoscaler", "web", 40)])
-    assert action is not None and action.timestamp == 50.0
+    assert action is not None
+    assert action.timestamp == 50.0
 
 
 def test_namespace_totals_add_up_rows() -> None:
@@ -196,7 +202,10 @@ def test_csv_output_has_one_line_per_container_and_numbers_for_spreadsheets() ->
 def test_table_output() -> None:
     reports, totals = _sample()
     text = report_output.render("table", reports, totals, 0.0)
-    assert "0.5/2" in text and "0.2 [0.1-0.4]" in text and "+0.3" in text and "+128Mi" in text
+    assert "0.5/2" in text
+    assert "0.2 [0.1-0.4]" in text
+    assert "+0.3" in text
+    assert "+128Mi" in text
     assert "last action: EvictedPod VerticalPodAutoscaler/web<script> at 2026-01-01T00:00:00Z" in text
     assert "No VerticalPodAutoscalers found." in report_output.render("table", [], (), 0.0)
 
@@ -205,8 +214,10 @@ def test_html_output_is_escaped_and_self_contained() -> None:
     reports, totals = _sample()
     page = report_output.render("html", reports, totals, 0.0)
     assert "web<script>" not in page.replace("<script>{", "")  # only escaped in markup and JSON
-    assert "web&lt;script&gt;" in page and "web\\u003cscript>" in page
-    assert "http://" not in page and "https://" not in page
+    assert "web&lt;script&gt;" in page
+    assert "web\\u003cscript>" in page
+    assert "http://" not in page
+    assert "https://" not in page
     assert page.count("<svg") == 2
 
 
