@@ -43,7 +43,7 @@ class _NoVpas:
 
 
 class _NoPods:
-    def by_index(self, name: str, value: str) -> list[PodView]:
+    def list(self) -> list[PodView]:
         return []
 
 

@@ -44,8 +44,14 @@ async def read(settings: ReportSettings, clock: Clock) -> ReportInputs:
 
 
 def render(settings: ReportSettings, inputs: ReportInputs, generated_at: float) -> str:
+    index = reporting.PodIndex(inputs.pods)
     reports = [
-        reporting.vpa_report(item.vpa, item.pods, inputs.events, target_problem=item.target_problem)
+        reporting.vpa_report(
+            item.vpa,
+            [] if item.selector is None else index.matching(item.vpa.namespace, item.selector),
+            inputs.events,
+            target_problem=item.target_problem,
+        )
         for item in inputs.vpas
     ]
     totals = reporting.namespace_totals(reports)

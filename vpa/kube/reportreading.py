@@ -3,10 +3,11 @@
 Owns: `read_report_inputs` — paged LISTs of VerticalPodAutoscalers, pods and the Events whose reason the
 caller names (the updater's actions; one LIST per reason, `fieldSelector=reason=...`), in one namespace
 or all; each VPA's target resolved to a pod selector with the recommender's own `TargetResolver` (so the
-report and the recommender agree on which pods a VPA controls), and the pods of the VPA's namespace that
-the selector matches. Objects that do not convert are skipped and counted.
+report and the recommender agree on which pods a VPA controls). Objects that do not convert are skipped
+and counted.
 
-Must not: compute the report (that is `vpa.logic.reporting`), write anything, or format output.
+Must not: match pods to selectors or compute the report (that is `vpa.logic.reporting`), write anything,
+or format output.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from vpa.kube.targets import TargetResolver
 from vpa.model.clock import Clock
 from vpa.model.event import EventView
 from vpa.model.pod import PodView
+from vpa.model.selector import Selector
 from vpa.model.vpa import VpaView
 
 T = TypeVar("T")
@@ -29,16 +31,17 @@ PAGE_SIZE: Final = 500
 
 @dataclass(frozen=True, slots=True)
 class VpaInputs:
-    """One VPA, the pods it controls, and why none could be found (`target_problem`, else "")."""
+    """One VPA, the selector of its target, and why there is none (`target_problem`, else "")."""
 
     vpa: VpaView
-    pods: tuple[PodView, ...]
+    selector: Selector | None
     target_problem: str = ""
 
 
 @dataclass(frozen=True, slots=True)
 class ReportInputs:
     vpas: tuple[VpaInputs, ...]
+    pods: tuple[PodView, ...]
     events: tuple[EventView, ...]
     skipped: int
     """Objects that did not convert (malformed VPAs, pods or events)."""
@@ -85,17 +88,10 @@ async def read_report_inputs(
             client, api_path("", "v1", "events", namespace=namespace), {"fieldSelector": f"reason={reason}"}
         )
     events, bad_events = _convert(raw_events, converting.event_from_dict)
-    by_namespace: dict[str, list[PodView]] = {}
-    for pod in pods:
-        by_namespace.setdefault(pod.namespace, []).append(pod)
     resolver = TargetResolver(client, clock, namespace=namespace)
     out = []
     for vpa in sorted(vpas, key=lambda v: (v.namespace, v.name)):
         resolution = await resolver.resolve(vpa.namespace, vpa.target_ref)
-        if resolution.selector is None:
-            out.append(VpaInputs(vpa, (), resolution.unsupported or "the target has no selector"))
-            continue
-        selector = resolution.selector
-        matched = tuple(p for p in by_namespace.get(vpa.namespace, ()) if selector.matches(p.labels))
-        out.append(VpaInputs(vpa, matched, resolution.unsupported or ""))
-    return ReportInputs(tuple(out), tuple(events), bad_vpas + bad_pods + bad_events)
+        problem = resolution.unsupported or ("" if resolution.selector else "the target has no selector")
+        out.append(VpaInputs(vpa, resolution.selector, problem))
+    return ReportInputs(tuple(out), tuple(pods), tuple(events), bad_vpas + bad_pods + bad_events)

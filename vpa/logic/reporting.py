@@ -7,25 +7,26 @@ the sums behind the difference "current requests minus target" over the pods tha
 (positive: requested more than recommended, the "savings"; negative: running below the recommendation);
 `last_action` — the newest event that tells what the updater did to the VPA or one of its pods (in-place
 resize, eviction, skipped resize) and why; `vpa_report` to put one VPA's part together; and
-`namespace_totals`, the per-namespace sums.
+`namespace_totals`, the per-namespace sums; and `PodIndex`, which finds the pods a VPA's selector matches.
 
 Amounts are exact integers (millicores, bytes), as everywhere in vpa; a difference is None when the
 recommendation or every pod's request for that resource is missing.
 
 Must not: do I/O, read the clock, format for output (that is `vpa.logic.report_output`), or decide which
-pods belong to a VPA (the caller resolves the target and matches pods, as the components do).
+pods belong to a VPA beyond matching a selector the caller resolved (target resolution is I/O).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
 from vpa.model.event import EventView
 from vpa.model.pod import PodView
 from vpa.model.resources import CPU, MEMORY, Resources
+from vpa.model.selector import Selector
 from vpa.model.vpa import Condition, RecommendedContainerResources, VpaView
 
 # Event reasons the updater records (spec §4.11): on a pod, except `EvictedPod`, which is on the VPA.
@@ -108,6 +109,41 @@ class NamespaceTotals:
     memory_requests_bytes: int
     memory_target_bytes: int
     memory_diff_bytes: int
+
+
+class PodIndex:
+    """Pods by namespace and by label pair, so that the pods a selector matches cost the candidates its
+    `index_terms` name, not every pod of the namespace (thousands of VPAs in a namespace of thousands of
+    pods would otherwise make a refresh quadratic). Built once per report or refresh."""
+
+    __slots__ = ("_by_namespace", "_by_pair")
+
+    def __init__(self, pods: Iterable[PodView] = ()) -> None:
+        self._by_namespace: dict[str, list[PodView]] = {}
+        self._by_pair: dict[str, dict[tuple[str, str], list[PodView]]] = {}
+        self.add(pods)
+
+    def add(self, pods: Iterable[PodView]) -> None:
+        """Index more pods (a caller that must not hold its thread long adds them in slices)."""
+        for pod in pods:
+            self._by_namespace.setdefault(pod.namespace, []).append(pod)
+            pairs = self._by_pair.setdefault(pod.namespace, {})
+            for pair in pod.labels.items():
+                pairs.setdefault(pair, []).append(pod)
+
+    def matching(self, namespace: str, selector: Selector) -> list[PodView]:
+        """The pods of `namespace` whose labels `selector` matches, in the order they were given."""
+        terms = selector.index_terms()
+        if terms is None:
+            candidates: Iterable[PodView] = self._by_namespace.get(namespace, ())
+        else:
+            pairs: Mapping[tuple[str, str], list[PodView]] = self._by_pair.get(namespace, {})
+            # One value per key on a pod, so the candidate lists of one requirement's values are disjoint.
+            candidates = [pod for term in terms for pod in pairs.get(term, ())]
+            if len(terms) > 1:
+                order = {id(pod): i for i, pod in enumerate(self._by_namespace.get(namespace, ()))}
+                candidates = sorted(candidates, key=lambda pod: order[id(pod)])
+        return [pod for pod in candidates if selector.matches(pod.labels)]
 
 
 def _representative(values: Iterable[int]) -> int | None:

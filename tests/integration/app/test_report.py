@@ -127,6 +127,14 @@ async def test_report_json_csv_and_table_from_a_simulated_cluster() -> None:
         assert "Savings per namespace" in out
         assert "last action: InPlaceResizedByVPA Pod/web-" in out
 
+        # A VPA whose target does not exist: listed, without pods, with the recommender's reason.
+        await cluster.store.create(VPAS, vpa("ghost", namespace="shop"))
+        code, out, err = await _report(cluster, "--output=json", "--namespace=shop")
+        assert (code, err) == (0, "")
+        ghost = next(v for v in json.loads(out)["vpas"] if v["name"] == "ghost")
+        assert ghost["containers"] == []
+        assert ghost["targetProblem"].startswith("Cannot read targetRef")
+
 
 async def test_report_usage_and_configuration_errors_are_one_line(tmp_path: Path) -> None:
     out, err = io.StringIO(), io.StringIO()

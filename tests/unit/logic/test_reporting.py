@@ -10,10 +10,18 @@ import json
 import pytest
 
 from vpa.logic import report_output
-from vpa.logic.reporting import ContainerRow, container_rows, last_action, namespace_totals, vpa_report
+from vpa.logic.reporting import (
+    ContainerRow,
+    PodIndex,
+    container_rows,
+    last_action,
+    namespace_totals,
+    vpa_report,
+)
 from vpa.model.event import EventView
 from vpa.model.pod import ContainerStatusView, ContainerView, PodView
 from vpa.model.resources import Resources
+from vpa.model.selector import Selector
 from vpa.model.vpa import (
     Condition,
     Recommendation,
@@ -229,3 +237,31 @@ def test_unknown_output() -> None:
 def test_rows_are_plain_values() -> None:
     row = ContainerRow("c", 0, Resources(), Resources(), None, None, None, None, None, None, None, None)
     assert (row.cpu_diff_millicores, row.memory_diff_bytes) == (None, None)
+
+
+def _labelled(name: str, namespace: str = "ns", **labels: str) -> PodView:
+    return PodView(namespace, name, labels=labels)
+
+
+INDEX_PODS = [
+    _labelled("web-1", app="web", tier="front"), _labelled("web-2", app="web"), _labelled("api-1", app="api"),
+    _labelled("db-1", app="db", tier="back"), _labelled("other-ns", namespace="b", app="web"),
+    _labelled("bare"),
+]
+
+INDEX_CASES = [
+    ("app=web", ["web-1", "web-2"]),
+    ("app in (web,api)", ["web-1", "web-2", "api-1"]),  # pod order, not term order
+    ("app=web,tier=front", ["web-1"]),
+    ("tier", ["web-1", "db-1"]),  # no pinned value: every pod of the namespace is a candidate
+    ("app!=web", ["api-1", "db-1", "bare"]),
+    ("app=nothing", []),
+]
+
+
+@pytest.mark.parametrize(("selector", "names"), INDEX_CASES, ids=[c[0] for c in INDEX_CASES])
+def test_pod_index_matches_as_the_selector_does(selector: str, names: list[str]) -> None:
+    parsed = Selector.parse(selector)
+    got = [p.name for p in PodIndex(INDEX_PODS).matching("ns", parsed)]
+    assert got == names
+    assert got == [p.name for p in INDEX_PODS if p.namespace == "ns" and parsed.matches(p.labels)]
