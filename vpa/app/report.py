@@ -36,7 +36,8 @@ async def read(settings: ReportSettings, clock: Clock) -> ReportInputs:
     try:
         client = await KubeClient.from_config(clock, options, kubeconfig=settings.kubeconfig or None)
     except Exception as err:  # kubernetes_asyncio raises ConfigException and plain errors for bad configs
-        where = f"--kubeconfig {settings.kubeconfig}" if settings.kubeconfig else "in-cluster configuration"
+        where = (f"--kubeconfig {settings.kubeconfig}" if settings.kubeconfig
+                 else "no --kubeconfig and no $KUBECONFIG, and the in-cluster configuration failed")
         detail = " ".join(str(err).split()) or type(err).__name__
         raise ConfigProblem(f"{where}: {detail}") from None
     async with client:

@@ -3,8 +3,8 @@
 Owns: turning `VpaReport`s and `NamespaceTotals` (from `vpa.logic.reporting`) into text. JSON carries
 exact integers (millicores, bytes) next to Kubernetes quantity strings; CSV carries CPU in cores and
 memory in bytes, one line per container, for spreadsheets; the table and the HTML page show CPU in cores
-and memory in Mi/Gi. The HTML page has no external URL: styles, the inline-SVG bar charts (requested
-against recommended per namespace, and the savings per VPA) and a small script (summary line, sortable
+and memory in Mi/Gi. The HTML page has no external URL: styles, the inline-SVG bar charts (CPU and memory
+requested against recommended, per namespace) and a small script (summary line, sortable
 tables, reading the report data embedded as JSON) are all in the page.
 
 Must not: do I/O or read the clock (the caller passes `generated_at`), or compute anything the report
@@ -292,6 +292,7 @@ th{background:#f0f0f0;cursor:pointer}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
 .pos{color:#1a7f37}.neg{color:#b42318}
 svg text{font-size:11px;font-family:system-ui,sans-serif}
+svg.chart{display:inline-block;margin:1rem 2rem 0 0;vertical-align:top}
 .requested{fill:#8fb3de}.recommended{fill:#2f6db3}.saving{fill:#1a7f37}.deficit{fill:#b42318}
 """
 
@@ -343,14 +344,18 @@ def _bar_chart(chart_id: str, title: str, items: Sequence[tuple[str, int, int]],
     """Horizontal bars, two per item: requested (light) and recommended (dark), scaled to the largest."""
     if not items:
         return ""
-    label_w, bar_w, row_h = 180, 360, 34
+    label_w, bar_w, row_h, top = 180, 360, 34, 40
     largest = max(max(a, b) for _, a, b in items) or 1
-    height = row_h * len(items) + 24
+    height = row_h * len(items) + top + 4
     parts = [f'<svg id="{chart_id}" class="chart" '
              f'width="{label_w + bar_w + 120}" height="{height}" role="img" aria-label="{_e(title)}">',
-             f'<text x="0" y="12">{_e(title)}</text>']
+             f'<text x="0" y="12">{_e(title)}</text>',
+             '<rect class="requested" x="0" y="20" width="10" height="10"></rect>'
+             '<text x="14" y="29">requested</text>'
+             '<rect class="recommended" x="90" y="20" width="10" height="10"></rect>'
+             '<text x="104" y="29">recommended (target)</text>']
     for index, (label, requested, recommended) in enumerate(items):
-        y = 20 + index * row_h
+        y = top + index * row_h
         parts.append(f'<text x="0" y="{y + 18}">{_e(label)}</text>')
         for offset, (kind, amount) in enumerate((("requested", requested), ("recommended", recommended))):
             width = max(0, round(bar_w * amount / largest))

@@ -218,3 +218,11 @@ async def test_report_html_renders_in_headless_chromium(tmp_path: Path) -> None:
     widths = {(a["data-chart"], a["data-label"], a["class"]): int(a["width"])
               for tag, a in parsed.elements if tag == "rect" and "bar" in a.get("class", "")}
     assert widths[("chart-cpu", "shop", "bar requested")] > widths[("chart-cpu", "default", "bar requested")]
+
+
+def test_report_outside_a_cluster_without_kubeconfig_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    out, err = io.StringIO(), io.StringIO()
+    assert cli.main(["report"], {}, stdout=out, stderr=err) == 2
+    assert err.getvalue().startswith("vpa report: no --kubeconfig and no $KUBECONFIG, and the in-cluster")
+    assert err.getvalue().count("\n") == 1
