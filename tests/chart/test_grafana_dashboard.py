@@ -162,10 +162,8 @@ def test_the_dashboard_shows_recommendations_actions_and_health() -> None:
     assert isinstance(dashboard["schemaVersion"], int)
 
 
-def test_no_machine_paths_or_urls_in_the_dashboard() -> None:
-    text = DASHBOARD.read_text()
-    assert "http" not in text
-    assert "/work/" not in text
+def test_no_urls_in_the_dashboard() -> None:
+    assert "http" not in DASHBOARD.read_text()
 
 
 @needs_helm
