@@ -75,7 +75,8 @@ FLAG_MAPS: Mapping[str, tuple[table.Group, ...]] = {
 
 # Objects with defaults that are Kubernetes types, not chart groupings: any keys allowed.
 FREE_FORM: frozenset[str] = frozenset(
-    {"pod.resources", "pod.securityContext", "pod.containerSecurityContext"}
+    {"pod.resources", "pod.securityContext", "pod.containerSecurityContext",
+     "metrics.grafanaDashboard.labels"}
 )
 
 # Schema refinements the defaults cannot express.

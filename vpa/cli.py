@@ -1,8 +1,9 @@
 """The `vpa` command: argv and the environment in, an exit status out.
 
 Owns: the subcommands `run` (start components), `sim` (the simulated cluster), `replay` (the recommender
-over a usage trace), `version`, and the hidden `flags-doc` / `gates-doc` that print docs/flags.md and
-docs/feature-gates.md; usage errors as one line on stderr with exit status 2; `--help` screens.
+over a usage trace), `report` (every VPA against its pods' requests, from a cluster), `version`, and the
+hidden `flags-doc` / `gates-doc` that print docs/flags.md and docs/feature-gates.md; usage errors as one
+line on stderr with exit status 2; `--help` screens.
 This is the only module that reads `sys.argv` and `os.environ`, and only in `main()`'s defaults.
 
 Must not: contain behaviour beyond dispatch. Settings are built by `vpa.flags`; the application, the
@@ -28,6 +29,7 @@ Commands:
   run       Run the VPA components (recommender, updater, admission controller) in one process.
   sim       Run a simulated Kubernetes cluster (API server, controllers, nodes, metrics).
   replay    Run the recommender over a usage trace and print its recommendations.
+  report    List every VPA with its pods' requests, its recommendation and the savings (table/json/csv/html).
   demo      Start a simulated cluster and vpa run, deploy sample workloads, and watch them resized in place.
   version   Print the version and the upstream VPA version this is compatible with.
 
@@ -75,6 +77,17 @@ def _replay(args: Sequence[str], env: Mapping[str, str], stdout: TextIO, stderr:
     return _exit_status(_load("vpa.replay", "run")(replay_settings))
 
 
+def _report(args: Sequence[str], env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:
+    try:
+        report_settings = commands.parse_report_args(args, env)
+    except commands.HelpRequested:
+        stdout.write(docs.render_report_help())
+        return 0
+    except commands.UsageError as error:
+        return _fail("report", str(error), stderr)
+    return _exit_status(_load("vpa.app.report", "run")(report_settings, stdout=stdout, stderr=stderr))
+
+
 def _sim(args: Sequence[str]) -> int:
     return _exit_status(_load("vpa.sim.main", "main")(list(args)))
 
@@ -107,6 +120,8 @@ def main(
         return _run(rest, environment, out, err)
     if command == "replay":
         return _replay(rest, environment, out, err)
+    if command == "report":
+        return _report(rest, environment, out, err)
     if command == "sim":
         return _sim(rest)
     if command == "demo":

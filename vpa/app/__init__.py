@@ -16,7 +16,7 @@ import uvloop
 
 from vpa.app import logs
 from vpa.app.runtime import ComponentSpec, Runtime
-from vpa.components import health, updater, webhook
+from vpa.components import health, recommendation_metrics, updater, webhook
 from vpa.components.context import ComponentContext
 from vpa.components.recommender import RecommenderGroup
 from vpa.model.settings import RunSettings
@@ -66,6 +66,9 @@ def build_components(settings: RunSettings) -> list[ComponentSpec]:
         specs.append(ComponentSpec("updater", updater.build, lease=settings.updater.leader_election))
     if settings.runs("admission-controller"):
         specs.append(ComponentSpec("admission-controller", _build_admission_controller, lease=None))
+    if settings.recommendation_metrics:
+        # Every replica exports them (not elected): whichever replica Prometheus scrapes has the series.
+        specs.append(ComponentSpec("recommendation-metrics", recommendation_metrics.build, lease=None))
     return specs
 
 

@@ -1,4 +1,4 @@
-"""From argv and an environment mapping to `RunSettings` / `ReplaySettings`.
+"""From argv and an environment mapping to `RunSettings` / `ReplaySettings` / `ReportSettings`.
 
 Owns: applying the flag table to a parsed command line, the environment fallbacks upstream has
 (`$KUBECONFIG`, `$NAMESPACE` for the status leases and the webhook Service, `$PROMETHEUS_USERNAME` and
@@ -182,6 +182,8 @@ def parse_run_args(argv: Sequence[str], env: Mapping[str, str]) -> settings.RunS
                 **_section(targets, "admission."),
             ),
             warnings=_warnings(parsed),
+            recommendation_metrics=bool(values["recommendation-metrics"]),
+            recommendation_metrics_max_series=int(str(values["recommendation-metrics-max-series"])),
         )
     except settings.SettingsError as error:
         raise UsageError(str(error)) from None
@@ -204,6 +206,22 @@ def parse_replay_args(argv: Sequence[str], env: Mapping[str, str]) -> settings.R
             output=values["output"],  # type: ignore[arg-type]
             recommender=_recommender(targets, settings.LeaderElectionSettings()),
             feature_gates=_feature_gates(values),
+        )
+    except settings.SettingsError as error:
+        raise UsageError(str(error)) from None
+
+
+def parse_report_args(argv: Sequence[str], env: Mapping[str, str]) -> settings.ReportSettings:
+    """`vpa report [--kubeconfig PATH] [--namespace NS] [--output table|json|csv|html] [--output-file F]`."""
+    values, parsed = _parse(argv, table.REPORT_FLAGS)
+    if parsed.positionals:
+        raise UsageError(f'unexpected argument "{parsed.positionals[0]}": vpa report takes only flags')
+    try:
+        return settings.ReportSettings(
+            kubeconfig=str(values["kubeconfig"]) or env.get("KUBECONFIG", ""),
+            namespace=str(values["namespace"]),
+            output=values["output"],  # type: ignore[arg-type]
+            output_file=str(values["output-file"]),
         )
     except settings.SettingsError as error:
         raise UsageError(str(error)) from None

@@ -30,6 +30,14 @@ Usage: vpa replay TRACE [--at UNIX_SECONDS] [--every DURATION] [--output json|ta
 Run the recommender's logic over a CSV or Parquet usage trace and print its recommendations."""
 
 
+REPORT_USAGE = """\
+Usage: vpa report [--kubeconfig PATH] [--namespace NS] [--output table|json|csv|html] [--output-file FILE]
+
+List every VerticalPodAutoscaler with its workload, mode, current requests and limits per container, the
+recommendation, the difference (requests minus target, summed over pods and per namespace: the savings),
+conditions, and the last in-place resize or eviction and why (from Events)."""
+
+
 def _groups(flags: Sequence[FlagDef]) -> list[tuple[Group, list[FlagDef]]]:
     result = []
     for group in Group:
@@ -70,6 +78,10 @@ def render_run_help() -> str:
 
 def render_replay_help() -> str:
     return render_help(REPLAY_USAGE, table.REPLAY_FLAGS)
+
+
+def render_report_help() -> str:
+    return render_help(REPORT_USAGE, table.REPORT_FLAGS)
 
 
 # --- Markdown ------------------------------------------------------------------------------------------
@@ -171,6 +183,13 @@ def render_flags_markdown() -> str:
         "Parquet usage trace.",
         "",
         *_markdown_table(table.REPLAY_OWN_FLAGS),
+        "",
+        "## `vpa report`",
+        "",
+        "`vpa report [flags]` reads a cluster and prints every VPA with its pods' requests, the",
+        "recommendation and the savings (docs/report.md).",
+        "",
+        *_markdown_table(table.REPORT_FLAGS),
         "",
         "## Notes, deviations and additions",
         "",

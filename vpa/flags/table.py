@@ -45,6 +45,7 @@ class Group(enum.Enum):
     ADMISSION = "Admission controller"
     LOGGING = "Logging"
     REPLAY = "Replay"
+    REPORT = "Report"
 
 
 _UNSET: Final = object()
@@ -288,6 +289,16 @@ RUN_FLAGS: Final[tuple[FlagDef, ...]] = (
     FlagDef("ignored-vpa-object-namespaces", STRING_LIST, _C, "Comma-separated namespaces whose VPA objects "
             "are ignored (and not garbage-collected). Exclusive with --vpa-object-namespace.",
             "common.ignored_vpa_object_namespaces"),
+    FlagDef("recommendation-metrics", BOOL, _C, "Export each VPA's recommendation (target, lower and upper "
+            "bound, uncapped target) and its pods' current requests and limits as per-container gauges on "
+            "/metrics: vpa_recommendation_*, vpa_container_requests, vpa_container_limits.",
+            "recommendation_metrics", addition=True,
+            note="Replaces the VPA metrics kube-state-metrics dropped. Series of a VPA or container that "
+            "is gone disappear; at most --recommendation-metrics-max-series series. See docs/metrics.md."),
+    FlagDef("recommendation-metrics-max-series", INT, _C, "Upper bound on the series "
+            "--recommendation-metrics exports; containers beyond it (in namespace, VPA, container "
+            "order) are left out and counted in vpa_recommendation_metrics_dropped_series_total.",
+            "recommendation_metrics_max_series", addition=True),
     # --- leader election --------------------------------------------------------------------------------
     FlagDef("leader-elect", BOOL, _L, "Gain leadership through a Lease before running the recommender's and "
             "the updater's loops. Enable it when running replicas for high availability.", None,
@@ -566,6 +577,18 @@ REPLAY_OWN_FLAGS: Final[tuple[FlagDef, ...]] = (
     FlagDef("output", choice(*settings.REPLAY_OUTPUTS), Group.REPLAY, "Output format: json or table.", None,
             default="json", addition=True,
             setting_text="output"),
+)
+
+REPORT_FLAGS: Final[tuple[FlagDef, ...]] = (
+    FlagDef("kubeconfig", STRING, Group.REPORT, "Path to a kubeconfig. Empty: $KUBECONFIG if set, else the "
+            "in-cluster configuration.", None, default="", addition=True, setting_text="kubeconfig"),
+    FlagDef("namespace", STRING, Group.REPORT, "Only report the VPAs of this namespace. Empty: all "
+            "namespaces.", None, default="", addition=True, setting_text="namespace"),
+    FlagDef("output", choice(*settings.REPORT_OUTPUTS), Group.REPORT, "Output format: table, json, csv, or "
+            "html (a self-contained page with charts).", None, default="table", addition=True,
+            setting_text="output"),
+    FlagDef("output-file", STRING, Group.REPORT, "Write the report to this file instead of standard output.",
+            None, default="", addition=True, setting_text="output_file"),
 )
 
 RUN_FLAGS_BY_NAME: Final[Mapping[str, FlagDef]] = {flag.name: flag for flag in RUN_FLAGS}

@@ -281,6 +281,15 @@ def _time(value: object, field: str) -> float | None:
         raise ConversionError(field, f"{value!r} is not an RFC3339 timestamp") from None
 
 
+def _lenient_time(value: object) -> float | None:
+    """A timestamp only `vpa report` reads: one that does not parse is treated as absent, so it never
+    costs the recommender an eviction event."""
+    try:
+        return _time(value, "") if value else None
+    except ConversionError:
+        return None
+
+
 def _quantity_text(value: object, field: str) -> str:
     # int-or-string: JSON numbers are quantities too (`cpu: 2`).
     if isinstance(value, str):
@@ -371,6 +380,9 @@ def event_from_dict(obj: Mapping[str, Any]) -> EventView:
         involved_name=_str(involved.get("name"), "involvedObject.name"),
         creation_timestamp=_time(metadata.get("creationTimestamp"), "metadata.creationTimestamp") or 0.0,
         annotations=tuple(sorted(annotations.items())),
+        message=obj["message"] if isinstance(obj.get("message"), str) else "",
+        event_type=obj["type"] if isinstance(obj.get("type"), str) else "",
+        last_timestamp=_lenient_time(obj.get("lastTimestamp")) or _lenient_time(obj.get("eventTime")),
     )
 
 

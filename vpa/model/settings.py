@@ -25,6 +25,8 @@ ClockSource = Literal["real", "sim"]
 CLOCK_SOURCES: Final[tuple[ClockSource, ...]] = get_args(ClockSource)
 ReplayOutput = Literal["json", "table"]
 REPLAY_OUTPUTS: Final[tuple[ReplayOutput, ...]] = get_args(ReplayOutput)
+ReportOutput = Literal["table", "json", "csv", "html"]
+REPORT_OUTPUTS: Final[tuple[ReportOutput, ...]] = get_args(ReportOutput)
 TlsVersion = Literal["tls1_2", "tls1_3"]
 TLS_VERSIONS: Final[tuple[TlsVersion, ...]] = get_args(TlsVersion)
 Severity = Literal["INFO", "WARNING", "ERROR", "FATAL"]
@@ -558,8 +560,18 @@ class RunSettings:
     """Used when `admission-controller` is selected."""
     warnings: tuple[str, ...] = ()
     """Deprecation notices found while parsing, for the application to log once it has a logger."""
+    recommendation_metrics: bool = False
+    """Export every VPA's recommendation and its pods' current requests and limits as per-container gauges
+    (`vpa_recommendation_*`, `vpa_container_*`). Not an upstream flag."""
+    recommendation_metrics_max_series: int = 10000
+    """At most this many series of those gauges; whole containers beyond it are dropped and counted."""
 
     def __post_init__(self) -> None:
+        if self.recommendation_metrics_max_series < 1:
+            raise SettingsError(
+                "--recommendation-metrics-max-series must be at least 1, not "
+                f"{self.recommendation_metrics_max_series}"
+            )
         if not self.components:
             raise SettingsError("--components must name at least one of " + ", ".join(COMPONENTS))
         unknown = sorted(set(self.components) - set(COMPONENTS))
@@ -612,3 +624,21 @@ class ReplaySettings:
             raise SettingsError("--every must be greater than 0")
         if self.output not in REPLAY_OUTPUTS:
             raise SettingsError(f"--output must be json or table, not {self.output!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class ReportSettings:
+    """Everything `vpa report` needs: where the cluster is, which namespace, which output, and where."""
+
+    kubeconfig: str = ""
+    """Path to a kubeconfig; empty means `$KUBECONFIG` if set (resolved by the CLI), else in-cluster."""
+    namespace: str = ""
+    """Only VPAs in this namespace; empty is all namespaces."""
+    output: ReportOutput = "table"
+    """`table`, `json`, `csv` or `html`."""
+    output_file: str = ""
+    """Write the report to this file; empty is standard output."""
+
+    def __post_init__(self) -> None:
+        if self.output not in REPORT_OUTPUTS:
+            raise SettingsError(f"--output must be one of {', '.join(REPORT_OUTPUTS)}, not {self.output!r}")

@@ -19,7 +19,7 @@ import pytest
 
 from vpa import cli
 from vpa.flags import docs, table
-from vpa.model.settings import ReplaySettings, RunSettings
+from vpa.model.settings import ReplaySettings, ReportSettings, RunSettings
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -85,6 +85,17 @@ BAD_INPUTS = {
         ["run", "--recommender-name=default,fast", "--recommender-overrides=slow:target-cpu-percentile=0.5"],
         "vpa run: --recommender-overrides: 'slow' is not a recommender this process hosts "
         "(--recommender-name=default,fast)",
+    ),
+    "report-bad-output": (
+        ["report", "--output=pdf"],
+        'vpa report: invalid value "pdf" for flag --output: must be one of table, json, csv, html',
+    ),
+    "report-positional": (
+        ["report", "ns"], 'vpa report: unexpected argument "ns": vpa report takes only flags'
+    ),
+    "metrics-max-series": (
+        ["run", "--recommendation-metrics-max-series=0"],
+        "vpa run: --recommendation-metrics-max-series must be at least 1, not 0",
     ),
     "override-process-wide-flag": (
         ["run", "--recommender-name=default,fast", "--recommender-overrides=fast:storage=prometheus"],
@@ -155,6 +166,26 @@ def test_replay_hands_settings_to_the_replay_tool(
     (settings,) = calls
     assert isinstance(settings, ReplaySettings)
     assert (settings.trace_path, settings.every_s) == ("t.csv", 3600.0)
+
+
+def test_report_hands_settings_to_the_report_tool(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[ReportSettings] = []
+
+    def entry(settings: ReportSettings, *, stdout: object, stderr: object) -> int:
+        calls.append(settings)
+        return 0
+
+    module = types.ModuleType("vpa.app.report")
+    module.run = entry  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "vpa.app.report", module)
+    assert call(["report", "--namespace=shop", "--output", "html"], env={"KUBECONFIG": "/k"})[0] == 0
+    assert call(["report", "--kubeconfig=/other", "--output-file=r.csv", "--output=csv"])[0] == 0
+    assert calls == [ReportSettings(kubeconfig="/k", namespace="shop", output="html"),
+                     ReportSettings(kubeconfig="/other", output="csv", output_file="r.csv")]
+    status, out, _ = call(["report", "--help"])
+    assert status == 0
+    assert "--output-file" in out
+    assert "savings" in out
 
 
 def test_sim_hands_its_arguments_over_untouched(

@@ -1029,3 +1029,24 @@ def test_event_from_dict_keeps_the_eviction_annotations_only() -> None:
     assert view.annotations == (("offending_containers", "app"), ("offending_containers_usage", "1Gi"),
                                 ("starved_resource", "memory"))
     assert view.annotation("other") is None
+
+
+@pytest.mark.parametrize(("extra", "message", "event_type", "last"), [
+    ({"message": "Pod was resized in place by VPA Updater.", "type": "Normal",
+      "lastTimestamp": "2026-01-01T00:01:00Z"},
+     "Pod was resized in place by VPA Updater.", "Normal", 1767225660.0),
+    ({"eventTime": "2026-01-01T00:02:00.500000Z"}, "", "", 1767225720.5),
+    # Fields only `vpa report` reads never cost the recommender an event: malformed ones read as absent.
+    ({"message": 7, "type": None, "lastTimestamp": "yesterday"}, "", "", None),
+])
+def test_event_from_dict_message_type_and_last_time(
+    extra: dict[str, object], message: str, event_type: str, last: float | None
+) -> None:
+    from vpa.kube.converting import event_from_dict
+
+    view = event_from_dict({
+        "metadata": {"name": "e", "namespace": "ns", "creationTimestamp": "2026-01-01T00:00:10Z"},
+        "reason": "InPlaceResizedByVPA", "involvedObject": {"kind": "Pod", "namespace": "ns", "name": "p"},
+        **extra,
+    })
+    assert (view.message, view.event_type, view.last_timestamp) == (message, event_type, last)
