@@ -378,8 +378,32 @@ async def case_pod_level_resources(api: Api) -> list[Any]:
             ],
         },
     }
+    out: list[Any] = []
     reply = await api.call("POST", pods, pod)
-    return [_status(reply), _causes(reply)]
+    out.append((_status(reply), _causes(reply), reply[1].get("message")))
+    over_limit = {
+        **POD,
+        "metadata": {"name": "q"},
+        "spec": {
+            "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "1Gi"}},
+            "containers": [
+                {
+                    "name": "c",
+                    "image": "registry.k8s.io/pause:3.10",
+                    "resources": {"requests": {"memory": "256Mi"}, "limits": {"memory": "2Gi"}},
+                },
+            ],
+        },
+    }
+    reply = await api.call("POST", pods, over_limit)
+    out.append((_status(reply), _causes(reply), reply[1].get("message")))
+    fits = {**over_limit, "metadata": {"name": "r"}}
+    small = {"requests": {"cpu": "200m", "memory": "256Mi"}, "limits": {"memory": "512Mi"}}
+    container = {**over_limit["spec"]["containers"][0], "resources": small}
+    fits["spec"] = {**over_limit["spec"], "containers": [container]}
+    reply = await api.call("POST", pods, fits)
+    out.append((reply[0], reply[1].get("spec", {}).get("resources")))
+    return out
 
 
 CASES = {

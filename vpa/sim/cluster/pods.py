@@ -401,7 +401,71 @@ def validate_pod_spec(spec: Mapping[str, Any]) -> list[FieldError]:
                 errs.append(FieldError(f"{path}.image", "Required", ""))
             errs.extend(validate_container_resources(container, f"{path}.resources"))
             errs.extend(validate_resize_policy(container, path, restart_policy))
+    if spec.get("resources"):
+        errs.extend(validate_pod_level_resources(spec))
     return errs
+
+
+def validate_pod_level_resources(spec: Mapping[str, Any]) -> list[FieldError]:
+    """Pod-level `spec.resources` against the containers', as kube-apiserver's resource-consistency check:
+    each pod-level request at least the containers' aggregate request (init containers and sidecars counted
+    as the scheduler counts them), and no container limit above the pod-level limit."""
+    errs: list[FieldError] = []
+    pod = spec.get("resources") or {}
+    aggregate = dict(zip((CPU, MEMORY), effective_requests({**spec, "overhead": None}), strict=True))
+    binary = any(
+        _format_of(resource_list(c.get("resources"), "requests").get(MEMORY)) == "BinarySI"
+        for c in all_containers(spec)
+    )
+    for name, raw in resource_list(pod, "requests").items():
+        if name not in COMPUTE or not aggregate.get(name):
+            continue
+        try:
+            wanted = quantity(raw)
+        except QuantityError:
+            continue
+        need = aggregate[name]
+        have = wanted.millis if name == CPU else wanted.value
+        if need > have:
+            total = (
+                Quantity.from_millis(need)
+                if name == CPU
+                else Quantity.from_int(need, "BinarySI" if binary else "DecimalSI")
+            )
+            errs.append(
+                FieldError(
+                    f"spec.resources.requests[{name}]",
+                    "Invalid",
+                    f"must be greater than or equal to aggregate container requests of {total.canonical()}",
+                    wanted.canonical(),
+                )
+            )
+    limits = resource_list(pod, "limits")
+    for i, container in enumerate(spec.get("containers") or []):
+        for name, raw in resource_list(container.get("resources"), "limits").items():
+            if name not in limits or name not in COMPUTE:
+                continue
+            try:
+                mine, cap = quantity(raw), quantity(limits[name])
+            except QuantityError:
+                continue
+            if mine.nanos > cap.nanos:
+                errs.append(
+                    FieldError(
+                        f"spec.resources.containers[{i}][{name}].limits",
+                        "Invalid",
+                        f"must be less than or equal to pod limits of {cap.canonical()}",
+                        mine.canonical(),
+                    )
+                )
+    return errs
+
+
+def _format_of(raw: object) -> str | None:
+    try:
+        return quantity(raw).format
+    except QuantityError:
+        return None
 
 
 # --- update validation --------------------------------------------------------------------------------------
