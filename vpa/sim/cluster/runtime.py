@@ -38,7 +38,8 @@ def key_of(obj: JsonObj) -> Key:
     return (md.get("namespace") or "", md.get("name") or "")
 
 
-def _rv(obj: JsonObj) -> int:
+def rv_of(obj: JsonObj) -> int:
+    """The object's resourceVersion as a number (0 when absent or not a number)."""
     try:
         return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
     except ValueError:
@@ -71,7 +72,7 @@ class Cache:
             return cur, False
         if uid in self._dead:
             return cur, False
-        if cur is not None and cur_uid == uid and _rv(cur) >= _rv(obj):
+        if cur is not None and cur_uid == uid and rv_of(cur) >= rv_of(obj):
             return cur, False
         if cur is not None:
             self._unindex(k, cur)

@@ -27,6 +27,7 @@ import aiohttp
 import orjson
 
 from vpa.sim.apiserver.selectors import fields_match, labels_match, parse_field_selector, parse_label_selector
+from vpa.sim.cluster.runtime import key_of, rv_of
 from vpa.sim.contracts import ApiError, JsonObj, WatchEvent
 
 log = logging.getLogger(__name__)
@@ -61,18 +62,6 @@ KINDS: dict[str, Kind] = {
 }
 
 
-def _key(obj: JsonObj) -> tuple[str, str]:
-    md = obj.get("metadata") or {}
-    return (md.get("namespace") or "", md.get("name") or "")
-
-
-def _rv(obj: JsonObj) -> int:
-    try:
-        return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
-    except ValueError:
-        return 0
-
-
 class _Tracked:
     """One resource's cache, the resourceVersion to watch from, and the subscribers' queues."""
 
@@ -82,7 +71,7 @@ class _Tracked:
         self.queues: list[asyncio.Queue[WatchEvent]] = []
 
     def apply(self, etype: str, obj: JsonObj, *, notify: bool = True) -> None:
-        k = _key(obj)
+        k = key_of(obj)
         cur = self.objects.get(k)
         if etype == "DELETED":
             if cur is None:
@@ -92,7 +81,7 @@ class _Tracked:
             same_uid = cur is not None and (cur.get("metadata") or {}).get("uid") == (
                 obj.get("metadata") or {}
             ).get("uid")
-            if same_uid and cur is not None and _rv(cur) >= _rv(obj):
+            if same_uid and cur is not None and rv_of(cur) >= rv_of(obj):
                 return  # our own write's result got here first
             self.objects[k] = obj
             etype = "MODIFIED" if cur is not None else "ADDED"
@@ -323,7 +312,7 @@ class RemoteStore:
             query = {"limit": "500", "continue": meta["continue"]}
         seen = set()
         for item in items:
-            seen.add(_key(item))
+            seen.add(key_of(item))
             tracked.apply("ADDED", item, notify=notify)
         for k in [k for k in tracked.objects if k not in seen]:
             tracked.apply("DELETED", tracked.objects[k], notify=notify)
