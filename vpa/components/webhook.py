@@ -62,6 +62,7 @@ from vpa.model.features import FeatureGates
 from vpa.model.limitrange import LimitRangeError, LimitRangeView, limitrange_from_dict
 from vpa.model.pod import OwnerRef, PodView
 from vpa.model.selector import Selector
+from vpa.model.settings import StartupError
 from vpa.model.vpa import TargetRef, VpaView
 
 log = structlog.get_logger(__name__)
@@ -532,8 +533,8 @@ def uses_self_managed_certificates(files: certs.CertificateFiles, register_webho
         return False
     if not Path(files.cert_file).exists() and not Path(files.key_file).exists() and register_webhook:
         return True
-    raise certs.CertificateError(
-        f"the serving certificate {files.cert_file!r} or its key {files.key_file!r} is missing "
+    raise StartupError(
+        f"--tls-cert-file {files.cert_file} / --tls-private-key {files.key_file}: one is missing "
         "(self-managed certificates need both absent and --register-webhook=true)"
     )
 
@@ -692,10 +693,14 @@ class AdmissionController:
 
     async def start(self) -> None:
         """Listen, register and start renewing the status Lease; returns once serving."""
-        cert, key, ca = await self._load_tls()
-        self.tls = certs.RotatingServerContext(
-            cert, key, min_tls_version=self.settings.min_tls_version, ciphers=self.settings.tls_ciphers
-        )
+        try:
+            cert, key, ca = await self._load_tls()
+            self.tls = certs.RotatingServerContext(
+                cert, key, min_tls_version=self.settings.min_tls_version, ciphers=self.settings.tls_ciphers
+            )
+        except certs.CertificateError as err:
+            # The message names the file or the flag (--tls-ciphers, --min-tls-version) at fault.
+            raise StartupError(f"admission controller TLS: {err}") from None
         self.ca_bundle = ca
         self.namespaces.attach(self.ctx.vpas)
         self._spawn("limitranges", self.limit_cache.run())
@@ -709,7 +714,11 @@ class AdmissionController:
         site = web.TCPSite(
             runner, self.host or None, self.requested_port, ssl_context=self.tls.listening, backlog=1024
         )
-        await site.start()
+        try:
+            await site.start()
+        except OSError as err:
+            reason = err.strerror or err
+            raise StartupError(f"--port {self.requested_port}: cannot listen: {reason}") from None
         server = site._server
         sockets = getattr(server, "sockets", None) or []
         self.port = sockets[0].getsockname()[1] if sockets else self.requested_port

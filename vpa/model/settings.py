@@ -77,7 +77,31 @@ class SettingsError(ValueError):
     """A combination of settings the upstream binaries refuse at startup; the message names the flags."""
 
 
+class StartupError(Exception):
+    """A fatal start-up failure past the command line (a file that does not load, an address that cannot be
+    bound, a cluster that does not answer as configured). `str()` is one line naming the flag or the file;
+    `vpa run` prints it and exits with status 2 instead of a traceback."""
+
+
 # --- shared ---------------------------------------------------------------------------------------------
+
+
+def parse_host_port(address: str) -> tuple[str, int]:
+    """`:8942` → ("0.0.0.0", 8942); `127.0.0.1:0` → ("127.0.0.1", 0); `[::1]:80` → ("::1", 80).
+
+    Raises ValueError naming the address when it is not HOST:PORT or :PORT with a port in 0..65535.
+    """
+    host, sep, port_text = address.rpartition(":")
+    if not sep:
+        raise ValueError(f"address {address!r} must be HOST:PORT or :PORT")
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise ValueError(f"address {address!r}: port {port_text!r} is not a number") from None
+    if not 0 <= port <= 65535:
+        raise ValueError(f"address {address!r}: port {port} is out of range")
+    host = host.strip("[]") or "0.0.0.0"
+    return host, port
 
 
 @dataclass(frozen=True, slots=True)
@@ -567,6 +591,12 @@ class RunSettings:
             raise SettingsError(f"--components: unknown component {unknown[0]!r}")
         if self.clock not in CLOCK_SOURCES:
             raise SettingsError(f"--clock must be one of {', '.join(CLOCK_SOURCES)}, not {self.clock!r}")
+        try:
+            parse_host_port(self.address)
+        except ValueError as error:
+            raise SettingsError(f"invalid value {self.address!r} for flag --address: {error}") from None
+        if not 0 <= self.admission.port <= 65535:
+            raise SettingsError(f"invalid value {self.admission.port} for flag --port: not in 0..65535")
         recommender_lease = self.recommender.leader_election
         updater_lease = self.updater.leader_election
         if (
