@@ -24,10 +24,13 @@ Run the selected VPA components (recommender, updater, admission controller) in 
 Flags keep the upstream VPA's names, defaults and Go syntax: --flag=value, --flag value, -flag,
 booleans as --flag or --flag=false, durations as 30s, 1m, 1h30m."""
 
-REPLAY_USAGE = """\
-Usage: vpa replay TRACE [--at UNIX_SECONDS] [--every DURATION] [--output json|table] [recommender flags]
-
-Run the recommender's logic over a CSV or Parquet usage trace and print its recommendations."""
+REPLAY_USAGE = (
+    "Usage: vpa replay TRACE [--at TIME] [--every DURATION] [--output json|yaml|csv|table] "
+    "[recommender flags]\n\n"
+    "Run the recommender's logic over a CSV or Parquet usage trace, offline, and print its recommendations\n"
+    "(and, when the trace has request columns, the current requests and target minus requests).\n\n"
+    + settings.REPLAY_TRACE_FORMAT.rstrip("\n")
+)
 
 
 def _groups(flags: Sequence[FlagDef]) -> list[tuple[Group, list[FlagDef]]]:

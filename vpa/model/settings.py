@@ -23,7 +23,7 @@ LogFormat = Literal["json", "console", "auto"]
 LOG_FORMATS: Final[tuple[LogFormat, ...]] = get_args(LogFormat)
 ClockSource = Literal["real", "sim"]
 CLOCK_SOURCES: Final[tuple[ClockSource, ...]] = get_args(ClockSource)
-ReplayOutput = Literal["json", "table"]
+ReplayOutput = Literal["json", "yaml", "csv", "table"]
 REPLAY_OUTPUTS: Final[tuple[ReplayOutput, ...]] = get_args(ReplayOutput)
 TlsVersion = Literal["tls1_2", "tls1_3"]
 TLS_VERSIONS: Final[tuple[TlsVersion, ...]] = get_args(TlsVersion)
@@ -618,6 +618,22 @@ class RunSettings:
         return component in self.components
 
 
+REPLAY_TRACE_FORMAT: Final = """\
+A trace is a CSV file (or Parquet, by its .parquet/.pq extension) with a header row and these columns:
+  timestamp       Unix seconds (1767225600) or ISO-8601 (2026-01-01T00:00:00Z; no zone means UTC)
+  container       the key of one container: any text (e.g. ns/pod/container); each key is replayed as
+                  its own container under its own VPA
+  cpu_cores       CPU usage in cores (0.25) or as a quantity (250m)
+  memory_bytes    memory working set in bytes (104857600) or as a quantity (100Mi)
+  oom             optional: true on a row recording an OOM kill (memory_bytes is then the request)
+  cpu_request     optional: the container's CPU request (0.25 or 250m), shown beside the recommendation
+  memory_request  optional: its memory request (bytes or a quantity such as 128Mi)
+At least one of cpu_cores and memory_bytes is needed; an empty cell is no sample. Values must not be
+negative. Rows may come in any order (they are replayed by time, file order on ties).
+"""
+"""What `vpa replay` reads (`vpa.replay.read_trace` implements it; `vpa replay --help` prints it)."""
+
+
 @dataclass(frozen=True, slots=True)
 class ReplaySettings:
     """Everything `vpa replay` needs: the trace, when to evaluate, and the recommender's settings."""
@@ -629,7 +645,7 @@ class ReplaySettings:
     every_s: float | None = None
     """If set, also emit a series of recommendations every this many seconds."""
     output: ReplayOutput = "json"
-    """`json` or `table`."""
+    """`json`, `yaml`, `csv` or `table`."""
     recommender: RecommenderSettings = field(default_factory=RecommenderSettings)
     """The recommender flags given to `vpa replay`."""
     feature_gates: FeatureGates = field(default_factory=FeatureGates)
@@ -641,4 +657,4 @@ class ReplaySettings:
         if self.every_s is not None and self.every_s <= 0:
             raise SettingsError("--every must be greater than 0")
         if self.output not in REPLAY_OUTPUTS:
-            raise SettingsError(f"--output must be json or table, not {self.output!r}")
+            raise SettingsError(f"--output must be one of {', '.join(REPLAY_OUTPUTS)}, not {self.output!r}")
