@@ -18,8 +18,8 @@ from __future__ import annotations
 import csv
 import io
 import json
-from datetime import UTC, datetime
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -190,7 +190,8 @@ def test_table_output(tmp_path: Path) -> None:
     ("content", "message"),
     [
         ("time,container\n1,a\n", "missing column 'timestamp'"),
-        ("timestamp,container,cpu_cores\nabc,a,1\n", "timestamp: 'abc' is neither Unix seconds nor an ISO-8601"),
+        ("timestamp,container,cpu_cores\nabc,a,1\n",
+         "timestamp: 'abc' is neither Unix seconds nor an ISO-8601"),
         ("timestamp,container,cpu_cores\n1,,1\n", "container: empty"),
         ("timestamp,container,cpu_cores,oom\n1,a,1,maybe\n", "oom: 'maybe' is not a boolean"),
         ("timestamp,container,memory_bytes\n1,a,inf\n", "memory_bytes"),
@@ -310,7 +311,8 @@ def test_requests_are_compared_with_the_target(tmp_path: Path) -> None:
     status, out, _ = _run(path, output="table")
     assert status == 0
     header, row = out.splitlines()[1:3]
-    assert "REQUEST CPU" in header and "TARGET-REQUEST MEMORY" in header
+    assert "REQUEST CPU" in header
+    assert "TARGET-REQUEST MEMORY" in header
     assert row.split() == ["app", "250m", "128Mi", "587m", "250Mi", "586m", "250Mi", "660m", "266Mi",
                            "+337m", "+122Mi"]
 
