@@ -123,7 +123,10 @@ An invalid value, an unknown flag or an unknown component or gate stops `vpa run
 line naming the flag and the value, for example
 `vpa run: invalid value "abc" for flag --recommender-interval: not a duration (...)`.
 Combinations upstream refuses at startup (for example `--vpa-object-namespace` with
-`--ignored-vpa-object-namespaces`) are refused the same way.
+`--ignored-vpa-object-namespaces`) are refused the same way, and so is every fatal start-up problem past the
+command line: a kubeconfig that is missing or does not load, no kubeconfig outside a cluster, an `--address`
+or `--port` already in use, `--clock=sim` against a cluster that is not simulated, unusable TLS files
+(`vpa run: --address 127.0.0.1:8942: cannot listen: address already in use`).
 
 The Setting column names the field of `vpa.model.settings.RunSettings` the flag sets.
 
@@ -169,11 +172,18 @@ def render_flags_markdown() -> str:
     lines += [
         "## `vpa replay`",
         "",
-        "`vpa replay TRACE [flags]` takes its own flags below, every flag of the Recommender group above but",
-        "`--recommender-overrides` (a replay runs one recommender), and `--feature-gates`. TRACE is a CSV or",
-        "Parquet usage trace.",
+        "`vpa replay TRACE [flags]` takes its own flags below, `--feature-gates`, and those flags of the",
+        "Recommender group above that change the recommendation maths offline: "
+        + ", ".join(f"`--{name}`" for name in sorted(table.REPLAY_RECOMMENDER_FLAG_NAMES - {"feature-gates"}))
+        + ". Any other `vpa run` flag (`--storage`, `--prometheus-address`, ...) is refused with exit status 2.",
         "",
         *_markdown_table(table.REPLAY_OWN_FLAGS),
+        "",
+        "The trace (`vpa replay --help` prints this too):",
+        "",
+        "```",
+        *settings.REPLAY_TRACE_FORMAT.rstrip("\n").splitlines(),
+        "```",
         "",
         "## Notes, deviations and additions",
         "",
