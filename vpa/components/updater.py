@@ -330,6 +330,7 @@ class Updater:
         self._concurrency = max(1, concurrency)
         self._plan_in_thread_above = plan_in_thread_above
         # Conditions that hold loop after loop are logged (and recorded as Events) when they change only.
+        self._loops = 0
         self.gate_off: Transitions[str] = Transitions()
         self.admission_stale: Transitions[str] = Transitions()
 
@@ -356,6 +357,12 @@ class Updater:
             await self.clock.sleep(max(0.0, interval - (self.clock.monotonic() - started)))
 
     async def run_once(self) -> LoopReport:
+        try:
+            return await self._run_once()
+        finally:
+            self._loops += 1
+
+    async def _run_once(self) -> LoopReport:
         report = LoopReport()
         loop_started = time.perf_counter()
         self.metrics.reset_gauges()
@@ -364,8 +371,10 @@ class Updater:
             stale = not await self.lease.is_fresh()
             changes = self.admission_stale.update([lease] if stale else [])
             if changes.entered:
-                log.warning("updater_loop_skipped_admission_controller_status_stale", lease=lease,
-                            note="evictions and resizes wait until the admission controller renews it")
+                # At start the admission controller (often this very process) has not renewed it yet.
+                emit = log.info if self._loops == 0 else log.warning
+                emit("updater_loop_skipped_admission_controller_status_stale", lease=lease,
+                     note="evictions and resizes wait until the admission controller renews it")
             for _, loops in changes.left:
                 log.info("updater_admission_controller_status_fresh_again", lease=lease, skipped_loops=loops)
             if stale:

@@ -175,7 +175,8 @@ def render_flags_markdown() -> str:
         "`vpa replay TRACE [flags]` takes its own flags below, `--feature-gates`, and those flags of the",
         "Recommender group above that change the recommendation maths offline: "
         + ", ".join(f"`--{name}`" for name in sorted(table.REPLAY_RECOMMENDER_FLAG_NAMES - {"feature-gates"}))
-        + ". Any other `vpa run` flag (`--storage`, `--prometheus-address`, ...) is refused with exit status 2.",
+        + ". Any other `vpa run` flag (`--storage`, `--prometheus-address`, ...) is refused with exit "
+        "status 2.",
         "",
         *_markdown_table(table.REPLAY_OWN_FLAGS),
         "",
