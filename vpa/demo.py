@@ -189,6 +189,27 @@ def _done(rows: Sequence[Row]) -> bool:
     return True
 
 
+def summary(rows: Sequence[Row]) -> list[str]:
+    """What converged and what is still moving, one line per workload, for the end of the demo."""
+    lines = []
+    for row in rows:
+        w = row.workload
+        target = f"{row.target_cpu}/{row.target_memory}"
+        if w.mode == "Off":
+            lines.append(f"  {w.name} ({w.mode}): recommends {target}; its pods keep {row.requests} "
+                         "(Off mode never changes pods)")
+        elif row.requests == target:
+            lines.append(f"  {w.name} ({w.mode}): converged: {row.resized}/{w.replicas} pods resized in "
+                         f"place to the target {target}, {row.restarts} restarts")
+        else:
+            lines.append(f"  {w.name} ({w.mode}): {row.resized}/{w.replicas} pods resized in place "
+                         f"({row.restarts} restarts), running {row.requests} while the target is now "
+                         f"{target}: "
+                         "still moving (the target follows the growing usage history; the updater resizes "
+                         "again once the requests leave the recommended bounds)")
+    return lines
+
+
 def _non_empty(path: Path) -> bool:
     try:
         return os.stat(path).st_size > 0
@@ -262,9 +283,10 @@ async def run_demo(*, time_scale: float, max_virtual_s: float, out: TextIO, live
                 break
         ok = _done(rows)
         hours = max_virtual_s / 3600
-        done = "In-place workloads resized without restarts; done."
-        missed = f"Not every in-place workload was resized within {hours:.0f} virtual hours."
+        done = "In-place workloads resized without restarts; done:"
+        missed = f"Not every in-place workload was resized within {hours:.0f} virtual hours:"
         print("\n" + (done if ok else missed), file=out)
+        print("\n".join(summary(rows)), file=out)
         return 0 if ok else 1
     finally:
         if client is not None:

@@ -15,12 +15,15 @@ memory start(15) = 215785635.88, start(22) = 385052143.98, start(38) = 107709545
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+import yaml
 
 from vpa.logic.recommending import RecommenderConfig
 from vpa.model.settings import RecommenderSettings, ReplaySettings
@@ -176,8 +179,10 @@ def test_table_output(tmp_path: Path) -> None:
     out = io.StringIO()
     assert run(ReplaySettings(trace_path=str(path), output="table"), stdout=out) == 0
     lines = out.getvalue().splitlines()
-    assert lines[0].split()[:3] == ["CONTAINER", "TARGET", "CPU"]
-    assert lines[1].split() == ["app", "587m", "250Mi", "586m", "250Mi", "660m", "279172665", "587m", "250Mi"]
+    assert lines[0] == "at 2026-01-09T00:00:00Z:"  # ISO-8601, not Unix seconds
+    assert lines[1].split()[:3] == ["CONTAINER", "TARGET", "CPU"]
+    # Memory for a reader: 279172665 bytes is 266Mi (three significant digits), not raw bytes.
+    assert lines[2].split() == ["app", "587m", "250Mi", "586m", "250Mi", "660m", "266Mi"]
     assert "11521 rows" in lines[-1]
 
 
@@ -185,12 +190,23 @@ def test_table_output(tmp_path: Path) -> None:
     ("content", "message"),
     [
         ("time,container\n1,a\n", "missing column 'timestamp'"),
-        ("timestamp,container,cpu_cores\nabc,a,1\n", "timestamp: 'abc' is not a number"),
+        ("timestamp,container,cpu_cores\nabc,a,1\n",
+         "timestamp: 'abc' is neither Unix seconds nor an ISO-8601"),
         ("timestamp,container,cpu_cores\n1,,1\n", "container: empty"),
-        ("timestamp,container,oom\n1,a,maybe\n", "oom: 'maybe' is not a boolean"),
+        ("timestamp,container,cpu_cores,oom\n1,a,1,maybe\n", "oom: 'maybe' is not a boolean"),
         ("timestamp,container,memory_bytes\n1,a,inf\n", "memory_bytes"),
+        ("timestamp,container,oom\n1,a,true\n", "no usage column: need cpu_cores and/or memory_bytes"),
+        ("timestamp,container,cpu_cores,memory_bytes\n1,a,,\n2,a,,\n", "no usage sample"),
+        ("timestamp,container,cpu_cores\n", "no rows after the header"),
+        ("timestamp,container,cpu_cores\n1,a,-0.5\n", "bad.csv:2 cpu_cores: '-0.5' is negative"),
+        ("timestamp,container,memory_bytes\n1,a,-1Mi\n", "bad.csv:2 memory_bytes: '-1Mi' is negative"),
+        ("timestamp,container,cpu_cores\n1,a,1 core\n", "cpu_cores: '1 core' is not a number or a quantity"),
+        ("timestamp,container,cpu_cores,memory_request\n1,a,1,lots\n", "memory_request: 'lots' is not"),
+        ("timestamp,container,cpu_cores,cpu_request\n1,a,1,-1\n", "cpu_request: '-1' is negative"),
     ],
-    ids=["no-timestamp", "bad-timestamp", "empty-key", "bad-oom", "infinite-memory"],
+    ids=["no-timestamp", "bad-timestamp", "empty-key", "bad-oom", "infinite-memory", "no-usage-column",
+         "no-usage-sample", "no-rows", "negative-cpu", "negative-memory", "bad-quantity", "bad-request",
+         "negative-request"],
 )
 def test_malformed_traces_are_reported(tmp_path: Path, content: str, message: str) -> None:
     path = tmp_path / "bad.csv"
@@ -234,3 +250,85 @@ def test_a_key_silent_for_a_whole_memory_window_is_collected(tmp_path: Path) -> 
     final = result["containers"]
     assert isinstance(final, list)
     assert [item["container"] for item in final] == ["new"]
+
+
+def _run(path: Path, **settings: object) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    status = run(ReplaySettings(trace_path=str(path), **settings), stdout=out, stderr=err)  # type: ignore[arg-type]
+    return status, out.getvalue(), err.getvalue()
+
+
+def test_iso_timestamps_and_quantities_read_as_numbers(tmp_path: Path) -> None:
+    numeric = _write_csv(tmp_path / "numeric.csv", _trace(lambda k: 0.5, lambda k: 200 * MIB))
+    lines = ["timestamp,container,cpu_cores,memory_bytes"]
+    for k in range(MINUTES + 1):
+        moment = datetime.fromtimestamp(T0 + 60 * k, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        lines.append(f"{moment},app,500m,200Mi")
+    textual = tmp_path / "textual.csv"
+    textual.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert _replay_json(textual) == _replay_json(numeric) == {"containers": [CONSTANT]}
+
+
+def test_naive_iso_time_is_utc(tmp_path: Path) -> None:
+    path = tmp_path / "naive.csv"
+    path.write_text("timestamp,container,cpu_cores\n2026-01-01T00:00:00,a,1\n2026-01-01T00:01:00+00:00,a,1\n")
+    assert read_trace(path).timestamps == [float(T0), float(T0 + 60)]
+
+
+def test_at_before_the_first_sample_is_an_error(tmp_path: Path) -> None:
+    path = _write_csv(tmp_path / "constant.csv", _trace(lambda k: 0.5, lambda k: 200 * MIB)[:10])
+    status, out, err = _run(path, at=float(T0 - 1))
+    assert (status, out) == (2, "")
+    assert err == ("vpa replay: --at 2025-12-31T23:59:59Z is before the trace's first sample "
+                   "(2026-01-01T00:00:00Z)\n")
+
+
+def _with_requests(tmp_path: Path) -> Path:
+    rows = ["timestamp,container,cpu_cores,memory_bytes,cpu_request,memory_request"]
+    for k in range(MINUTES + 1):
+        # Requests given on the first row only (carried forward), then changed on day 4.
+        request = ("1", "512Mi") if k == 0 else ("250m", "128Mi") if k == 4 * 1440 else ("", "")
+        rows.append(f"{T0 + 60 * k},app,0.5,{200 * MIB},{request[0]},{request[1]}")
+    path = tmp_path / "requests.csv"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return path
+
+
+def test_requests_are_compared_with_the_target(tmp_path: Path) -> None:
+    path = _with_requests(tmp_path)
+    result = _replay_json(path, every_s=2.0 * DAY)
+    final = result["containers"][0]  # type: ignore[index]
+    assert final["requests"] == {"cpu": "250m", "memory": "128Mi"}
+    # target 587m / 250Mi (the constant trace) minus 250m / 128Mi
+    assert final["targetMinusRequests"] == {"cpu": "337m", "memory": "122Mi"}
+    series = result["series"]
+    assert isinstance(series, list)
+    assert [point["containers"][0]["requests"] for point in series] == [
+        {"cpu": "1", "memory": "512Mi"}, {"cpu": "250m", "memory": "128Mi"},
+        {"cpu": "250m", "memory": "128Mi"}, {"cpu": "250m", "memory": "128Mi"},
+    ]
+    assert series[0]["containers"][0]["targetMinusRequests"]["cpu"].startswith("-")
+    status, out, _ = _run(path, output="table")
+    assert status == 0
+    header, row = out.splitlines()[1:3]
+    assert "REQUEST CPU" in header
+    assert "TARGET-REQUEST MEMORY" in header
+    assert row.split() == ["app", "250m", "128Mi", "587m", "250Mi", "586m", "250Mi", "660m", "266Mi",
+                           "+337m", "+122Mi"]
+
+
+def test_every_is_in_every_output(tmp_path: Path) -> None:
+    path = _write_csv(tmp_path / "constant.csv", _trace(lambda k: 0.5, lambda k: 200 * MIB))
+    _, table_out, _ = _run(path, output="table", every_s=float(4 * DAY))
+    series_lines = table_out.split("\n\n")[0].splitlines()
+    assert series_lines[0].split()[:2] == ["TIME", "CONTAINER"]
+    assert [line.split()[0] for line in series_lines[1:]] == ["2026-01-05T00:00:00Z", "2026-01-09T00:00:00Z"]
+    _, csv_out, _ = _run(path, output="csv", every_s=float(4 * DAY))
+    rows = list(csv.DictReader(io.StringIO(csv_out)))
+    assert [(row["time"], row["container"]) for row in rows] == [
+        ("2026-01-05T00:00:00Z", "app"), ("2026-01-09T00:00:00Z", "app")
+    ]
+    assert (rows[1]["target_cpu_cores"], rows[1]["target_memory_bytes"]) == ("0.587", str(250 * MIB))
+    assert rows[1]["request_cpu_cores"] == ""
+    _, yaml_out, _ = _run(path, output="yaml", every_s=float(4 * DAY))
+    assert yaml.safe_load(yaml_out) == _replay_json(path, every_s=float(4 * DAY))

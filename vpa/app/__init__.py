@@ -9,6 +9,7 @@ Must not: parse argv or environment (that is `vpa.cli`), or hold decisions (that
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Awaitable, Callable
 
 import structlog
@@ -19,11 +20,13 @@ from vpa.app.runtime import ComponentSpec, Runtime
 from vpa.components import health, recommendation_metrics, updater, webhook
 from vpa.components.context import ComponentContext
 from vpa.components.recommender import RecommenderGroup
-from vpa.model.settings import RunSettings
+from vpa.model.settings import RunSettings, StartupError
 
 __all__ = ["ComponentSpec", "Runtime", "build_components", "run"]
 
 log = structlog.get_logger(__name__)
+
+EXIT_STARTUP = 2
 
 
 def _build_recommender(ctx: ComponentContext) -> Callable[[], Awaitable[None]]:
@@ -73,8 +76,16 @@ def build_components(settings: RunSettings) -> list[ComponentSpec]:
 
 
 def run(settings: RunSettings) -> int:
-    """Configure logging, then run the process on uvloop until a signal; returns the exit status."""
+    """Configure logging, then run the process on uvloop until a signal; returns the exit status.
+
+    A fatal start-up error (`StartupError`: a kubeconfig that does not load, an address in use, certificate
+    files missing) is one line on stderr naming the flag or file, and exit status 2, as for a bad flag.
+    """
     logs.configure(v=settings.common.v, log_format=settings.common.log_format)
     for warning in settings.warnings:
         log.warning(warning)
-    return uvloop.run(Runtime(settings, components=build_components(settings)).run())
+    try:
+        return uvloop.run(Runtime(settings, components=build_components(settings)).run())
+    except StartupError as error:
+        print(f"vpa run: {error}", file=sys.stderr, flush=True)
+        return EXIT_STARTUP

@@ -25,6 +25,7 @@ import gc
 import signal
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import structlog
@@ -50,7 +51,7 @@ from vpa.kube.ratelimiting import TokenBucket
 from vpa.kube.watching import WatchCache
 from vpa.model.clock import Clock, RealClock
 from vpa.model.pod import PodView
-from vpa.model.settings import LeaderElectionSettings, RunSettings
+from vpa.model.settings import LeaderElectionSettings, RunSettings, StartupError
 from vpa.model.vpa import VpaView
 
 log = structlog.get_logger(__name__)
@@ -138,6 +139,7 @@ class Runtime:
         self._sim_clock: SimClock | None = None
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._gc_frozen = False
+        self._started = False
         self.heap = HeapKeeper(self.registry)
 
     def add_component(self, spec: ComponentSpec) -> None:
@@ -152,15 +154,20 @@ class Runtime:
             burst=max(1, int(s.common.kube_api_burst)),
             user_agent=f"vpa/{__version__}",
         )
-        self.client = await KubeClient.from_config(
-            RealClock(),
+        self.client = await _connect(
+            s.common.kubeconfig,
             options,
-            kubeconfig=s.common.kubeconfig or None,
             on_request=lambda method, code: self._requests.labels(code=str(code), method=method).inc(),
         )
         if s.clock == "sim":
             self._sim_clock = SimClock(self.client)
-            await self._sim_clock.start()
+            try:
+                await self._sim_clock.start()
+            except Exception as err:  # any failure to read the clock means this is not a simulated cluster
+                raise StartupError(
+                    f"--clock=sim: the cluster at {self.client.host} does not serve the simulated clock "
+                    f"(/sim/v1/clock): {_one_line(err)}"
+                ) from None
             self.clock = self._sim_clock
             log.info("following the simulated cluster's clock", time_scale=self._sim_clock.time_scale)
         self.caches = self._build_caches()
@@ -263,7 +270,13 @@ class Runtime:
             assert self.caches is not None
             assert self.health_server is not None
             assert self.events is not None
-            await self.health_server.start()
+            try:
+                await self.health_server.start()
+            except OSError as err:
+                raise StartupError(
+                    f"--address {self.settings.address}: cannot listen: {err.strerror or err}"
+                ) from None
+            self._started = True
             lag = health.LoopLagMonitor(self.registry)
             self._spawn("loop-lag", lag.run())
             self._spawn("events", self.events.run())
@@ -337,6 +350,8 @@ class Runtime:
                     name = task.get_name()
                     self._tasks.pop(name, None)
                     error = None if task.cancelled() else task.exception()
+                    if isinstance(error, StartupError):
+                        raise error
                     if error is not None:
                         log.error("a root task failed; stopping", task=name, error=repr(error))
                         return 1
@@ -373,7 +388,42 @@ class Runtime:
         if self.client is not None:
             await self.client.close()
         self._tasks.clear()
-        log.info("vpa stopped")
+        if self._started:
+            log.info("vpa stopped")
+
+
+def _one_line(error: BaseException) -> str:
+    return " ".join(str(error).split()) or type(error).__name__
+
+
+def _check_kubeconfig_file(kubeconfig: str) -> None:
+    path = Path(kubeconfig)
+    if not path.exists():
+        raise StartupError(f"kubeconfig {kubeconfig} (--kubeconfig or $KUBECONFIG): no such file")
+    if not path.is_file():
+        raise StartupError(f"kubeconfig {kubeconfig} (--kubeconfig or $KUBECONFIG): not a file")
+
+
+async def _connect(
+    kubeconfig: str, options: ClientOptions, *, on_request: Callable[[str, int], None]
+) -> KubeClient:
+    """The API client from `--kubeconfig` (or `$KUBECONFIG`, already folded in), else in-cluster config;
+    any failure is a `StartupError` naming the file (kubernetes-asyncio's own messages mislead: a missing
+    file is reported as one without `current-context`)."""
+    if kubeconfig:
+        _check_kubeconfig_file(kubeconfig)  # one stat at start-up, before the loop has other work
+    try:
+        return await KubeClient.from_config(RealClock(), options, kubeconfig=kubeconfig or None,
+                                            on_request=on_request)
+    except Exception as err:  # kubernetes-asyncio raises ConfigException, yaml and OS errors alike
+        if kubeconfig:
+            raise StartupError(
+                f"kubeconfig {kubeconfig} (--kubeconfig or $KUBECONFIG): cannot load: {_one_line(err)}"
+            ) from None
+        raise StartupError(
+            "no kubeconfig: give --kubeconfig (or $KUBECONFIG), or run inside a cluster "
+            f"(in-cluster configuration: {_one_line(err)})"
+        ) from None
 
 
 async def main(settings: RunSettings, *, components: list[ComponentSpec] | None = None) -> int:

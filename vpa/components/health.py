@@ -35,6 +35,7 @@ from prometheus_client.metrics_core import HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
+from vpa.model import settings
 from vpa.model.clock import Clock
 
 log = structlog.get_logger(__name__)
@@ -298,18 +299,8 @@ def build_app(state: HealthState, registry: CollectorRegistry, *, profiling: boo
 
 
 def parse_address(address: str) -> tuple[str, int]:
-    """`:8942` → ("0.0.0.0", 8942); `127.0.0.1:0` → ("127.0.0.1", 0); `[::1]:80` → ("::1", 80)."""
-    host, sep, port_text = address.rpartition(":")
-    if not sep:
-        raise ValueError(f"address {address!r} must be HOST:PORT or :PORT")
-    try:
-        port = int(port_text)
-    except ValueError:
-        raise ValueError(f"address {address!r}: port {port_text!r} is not a number") from None
-    if not 0 <= port <= 65535:
-        raise ValueError(f"address {address!r}: port {port} is out of range")
-    host = host.strip("[]") or "0.0.0.0"
-    return host, port
+    """`--address` → (host, port); the one parser lives in `vpa.model.settings.parse_host_port`."""
+    return settings.parse_host_port(address)
 
 
 class HealthServer:

@@ -71,6 +71,7 @@ from vpa.model.vpa import (
     DEFAULT_RECOMMENDER_NAME,
     Condition,
     ConditionType,
+    Recommendation,
     TargetRef,
     UpdateMode,
     VpaStatus,
@@ -440,6 +441,17 @@ async def _paced(steps: Generator[None, None, T], pacer: _Pacer) -> T:
             await pacer.pause()
 
 
+TARGET_CHANGE_LINES: Final = 20
+"""`vpa_target_changed` lines per recommender loop at most; the loop summary counts the rest."""
+
+
+def _targets(recommendation: Recommendation | None) -> dict[str, dict[str, str]]:
+    """Container → target quantities, as logged when they change."""
+    if recommendation is None:
+        return {}
+    return {c.container_name: c.target.to_resource_list() for c in recommendation.containers}
+
+
 @dataclass(slots=True)
 class _TrackedVpa:
     view: VpaView
@@ -459,6 +471,8 @@ class LoopReport:
     status_writes: int = 0
     status_write_errors: int = 0
     checkpoints_written: int = 0
+    target_changes: int = 0
+    """VPAs whose target changed this loop (bounds move every loop; a target change is news)."""
     checkpoint_errors: int = 0
     checkpoints_collected: int = 0
     aggregates_collected: int = 0
@@ -861,6 +875,12 @@ class Recommender:
                 # cache has not caught up with our own previous write.
                 if status != old and self._written.get(key) != (view.resource_version, status):
                     self._written[key] = (view.resource_version, status)
+                    targets = _targets(recommendation)
+                    if targets != _targets(old.recommendation):
+                        report.target_changes += 1
+                        if report.target_changes <= TARGET_CHANGE_LINES:
+                            log.info("vpa_target_changed", vpa=view.key,
+                                     recommender=self.settings.recommender_name, target=targets)
                     await put((key, status))
                 if pacer.due():
                     await pacer.pause()
@@ -971,7 +991,7 @@ class Recommender:
                 self.metrics.write_errors.labels(what="checkpoint_gc").inc()
                 log.warning("recommender_checkpoint_gc_failed",
                             checkpoint=f"{namespace}/{metadata.get('name')}", error=str(err))
-        log.info("recommender_checkpoints_collected", deleted=deleted)
+        (log.info if deleted else log.debug)("recommender_checkpoints_collected", deleted=deleted)
         return deleted
 
     async def _garbage_collect(self, report: LoopReport, now: float) -> None:
@@ -1073,9 +1093,13 @@ async def run_loop(recommenders: Sequence[Recommender]) -> list[LoopReport]:
     for rec, report in zip(recommenders, reports, strict=True):
         rec.loops += 1
         rec.last_report = report
-        log.info("recommender_loop_done", recommender=rec.settings.recommender_name, vpas=report.vpas,
-                 pods=report.pods, samples=report.samples, status_writes=report.status_writes,
-                 checkpoints=report.checkpoints_written, seconds=round(total, 3))
+        # Each changed target has its own line (`vpa_target_changed`); the loop's summary is a debug line
+        # unless it stands for target changes beyond those lines, so a steady cluster keeps a quiet log.
+        emit = log.info if report.target_changes > TARGET_CHANGE_LINES else log.debug
+        emit("recommender_loop_done", recommender=rec.settings.recommender_name, vpas=report.vpas,
+             pods=report.pods, samples=report.samples, status_writes=report.status_writes,
+             target_changes=report.target_changes, checkpoints=report.checkpoints_written,
+             seconds=round(total, 3))
     return reports
 
 

@@ -57,6 +57,7 @@ from vpa.logic.limitranges import NamespaceLimits, namespace_limits
 from vpa.logic.matching import controller_key, controlling_vpa
 from vpa.logic.priority import ObservedCache
 from vpa.logic.restrictions import GroupKey
+from vpa.logic.transitions import Transitions
 from vpa.logic.updateplan import PassInputs, VpaPlan, plan_vpa
 from vpa.model.pod import PodView
 from vpa.model.resources import Resources
@@ -88,6 +89,11 @@ IN_PLACE_UPDATE_ERROR: Final = "InPlaceUpdateError"
 IN_PLACE_UPDATE_INFEASIBLE: Final = "InPlaceUpdateInfeasible"
 
 SKIPPED_ADMISSION_STALE: Final = "AdmissionControllerStatusStale"
+IN_PLACE_GATE_OFF: Final = "InPlaceFeatureGateOff"
+IN_PLACE_GATE_OFF_MESSAGE: Final = (
+    "updateMode InPlace needs the InPlace feature gate of the updater (--feature-gates=InPlace=true); "
+    "no pod of this VPA is updated until it is enabled or the mode is changed."
+)
 
 _LATENCY_BUCKETS: Final = (
     0.01,
@@ -323,6 +329,10 @@ class Updater:
         self.infeasible = InfeasibleAttempts()
         self._concurrency = max(1, concurrency)
         self._plan_in_thread_above = plan_in_thread_above
+        # Conditions that hold loop after loop are logged (and recorded as Events) when they change only.
+        self._loops = 0
+        self.gate_off: Transitions[str] = Transitions()
+        self.admission_stale: Transitions[str] = Transitions()
 
     # ------------------------------------------------------------------------------------ the loop
 
@@ -347,16 +357,29 @@ class Updater:
             await self.clock.sleep(max(0.0, interval - (self.clock.monotonic() - started)))
 
     async def run_once(self) -> LoopReport:
+        try:
+            return await self._run_once()
+        finally:
+            self._loops += 1
+
+    async def _run_once(self) -> LoopReport:
         report = LoopReport()
         loop_started = time.perf_counter()
         self.metrics.reset_gauges()
-        if self.lease is not None and not await self.lease.is_fresh():
-            log.warning(
-                "updater_loop_skipped_admission_controller_status_stale",
-                lease=f"{self.lease.namespace}/{self.lease.name}",
-            )
-            report.skipped = SKIPPED_ADMISSION_STALE
-            return report
+        if self.lease is not None:
+            lease = f"{self.lease.namespace}/{self.lease.name}"
+            stale = not await self.lease.is_fresh()
+            changes = self.admission_stale.update([lease] if stale else [])
+            if changes.entered:
+                # At start the admission controller (often this very process) has not renewed it yet.
+                emit = log.info if self._loops == 0 else log.warning
+                emit("updater_loop_skipped_admission_controller_status_stale", lease=lease,
+                     note="evictions and resizes wait until the admission controller renews it")
+            for _, loops in changes.left:
+                log.info("updater_admission_controller_status_fresh_again", lease=lease, skipped_loops=loops)
+            if stale:
+                report.skipped = SKIPPED_ADMISSION_STALE
+                return report
 
         step = time.perf_counter()
         active = {vpa.key: vpa for vpa in self.ctx.vpas.list() if acts_for(vpa)}
@@ -375,6 +398,7 @@ class Updater:
         step = time.perf_counter()
         await self._plan(work, report)
         self._observe("FilterPods", step)
+        self._report_gate_off(report)
 
         step = time.perf_counter()
         await self._execute(work, report)
@@ -382,7 +406,8 @@ class Updater:
 
         self._publish_gauges(work)
         self._observe("total", loop_started)
-        log.info(
+        changed = report.resized or report.evicted or report.failed
+        (log.info if changed else log.debug)(
             "updater_loop_done",
             vpas=report.vpas,
             pods=report.pods,
@@ -392,6 +417,20 @@ class Updater:
             infeasible_records=len(self.infeasible),
         )
         return report
+
+    def _report_gate_off(self, report: LoopReport) -> None:
+        """VPAs in `InPlace` mode skipped because the gate is off: a warning and a Warning Event on the
+        VPA when one starts being skipped, an info line when it stops (mode changed, gate on, deleted);
+        nothing in between, however many loops it lasts."""
+        gate_off = Reason.IN_PLACE_GATE_OFF
+        skipped = {plan.vpa.key: plan.vpa for plan in report.plans if plan.skip_reason is gate_off}
+        changes = self.gate_off.update(skipped)
+        for key in changes.entered:
+            log.warning("vpa_skipped_in_place_gate_off", vpa=key,
+                        fix="start vpa run with --feature-gates=InPlace=true, or use InPlaceOrRecreate")
+            self.events.warning(_vpa_ref(skipped[key]), IN_PLACE_GATE_OFF, IN_PLACE_GATE_OFF_MESSAGE)
+        for key, loops in changes.left:
+            log.info("vpa_no_longer_skipped_in_place_gate_off", vpa=key, skipped_loops=loops)
 
     def _observe(self, step: str, started: float) -> None:
         self.metrics.latency.labels(step=step).observe(time.perf_counter() - started)
@@ -519,8 +558,7 @@ class Updater:
             entry.plan = plan
             report.plans.append(plan)
             if plan.skip_reason is Reason.IN_PLACE_GATE_OFF:
-                log.warning("vpa_skipped_in_place_gate_off", vpa=vpa.key)
-                continue
+                continue  # reported once per VPA by `_report_gate_off`
             for uid, attempt in plan.record_infeasible:
                 self.infeasible = self.infeasible.record(uid, attempt)
             for decision in plan.skipped:

@@ -19,6 +19,11 @@ Certificates: `--tls-cert-file`/`--tls-private-key` are used when they exist. Wh
 an EC P-256 serving certificate for the Service names, shared by all replicas through the Secret
 `vpa-webhook-certs` in the Service's namespace and renewed before expiry. Anything else is fatal.
 
+Silence: when pods are created in namespaces with VPAs while no AdmissionReview at all reaches the server
+for `silence_check_s` (60 s of wall time), the API server is not calling us (a wrong Service, endpoints
+that do not reach this process, a NetworkPolicy, a failure policy of `Ignore` hiding it): one warning
+`admission_webhook_not_called` and `vpa_admission_controller_webhook_silent` 1, until a review arrives.
+
 Registration happens as soon as the server listens (upstream sleeps 10 s first) and replaces an existing
 configuration in place (upstream deletes and recreates it).
 
@@ -35,14 +40,14 @@ import dataclasses
 import time
 from collections import Counter as Tally
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Container, Mapping
 from pathlib import Path
 from typing import Any, Final, Literal, Protocol
 
 import orjson
 import structlog
 from aiohttp import web
-from prometheus_client import CollectorRegistry, Counter
+from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from vpa.components.context import ComponentContext
 from vpa.components.health import LoopHistogram
@@ -62,6 +67,7 @@ from vpa.model.features import FeatureGates
 from vpa.model.limitrange import LimitRangeError, LimitRangeView, limitrange_from_dict
 from vpa.model.pod import OwnerRef, PodView
 from vpa.model.selector import Selector
+from vpa.model.settings import StartupError
 from vpa.model.vpa import TargetRef, VpaView
 
 log = structlog.get_logger(__name__)
@@ -446,11 +452,14 @@ class AdmissionServer:
 
     def __init__(self, admitter: Admitter) -> None:
         self.admitter = admitter
+        self.requests = 0
+        """Requests received on any path, well-formed or not: proof that the API server reaches us."""
         self.app = web.Application(client_max_size=MAX_BODY_BYTES)
         self.app.router.add_route("*", "/", self.handle)  # the path the API server calls: matched first
         self.app.router.add_route("*", "/{tail:.*}", self.handle)
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
+        self.requests += 1
         metrics = self.admitter.metrics
         started = time.perf_counter()
         if request.method != "POST":
@@ -526,14 +535,52 @@ def _to_limit_range(obj: dict[str, Any]) -> LimitRangeView | None:
 # --------------------------------------------------------------------------------------- the component
 
 
+@dataclasses.dataclass
+class ReviewSilence:
+    """Pods that appeared in namespaces holding a VPA since the last AdmissionReview (bookkeeping only).
+
+    The API server sends every pod CREATE to the webhook before it stores the pod, so a pod that reaches
+    the watch cache after the last review, in a namespace the webhook cares about, was never shown to us.
+    Counting what the cache sees (not comparing creation times) keeps this independent of clock skew.
+    """
+
+    namespaces: Container[str]
+    pods: int = 0
+    example: str = ""
+    where: set[str] = dataclasses.field(default_factory=set)
+
+    def pod_added(self, pod: PodView) -> None:
+        if pod.namespace in self.namespaces:
+            self.pods += 1
+            self.example = self.example or f"{pod.namespace}/{pod.name}"
+            if len(self.where) < 5:
+                self.where.add(pod.namespace)
+
+    def reset(self) -> None:
+        self.pods, self.example = 0, ""
+        self.where.clear()
+
+    def warning(self, service: str, silent_for_s: float) -> dict[str, object]:
+        """The fields of the one `admission_webhook_not_called` warning."""
+        return {
+            "pods_created": self.pods,
+            "namespaces": sorted(self.where),
+            "example_pod": self.example,
+            "silent_for_s": round(silent_for_s),
+            "check": f"the Service {service} and its endpoints reach this process on --port, no "
+            "NetworkPolicy blocks the API server, and the MutatingWebhookConfiguration points at that "
+            "Service",
+        }
+
+
 def uses_self_managed_certificates(files: certs.CertificateFiles, register_webhook: bool) -> bool:
     """Files when they exist; self-managed when neither exists and we register the webhook; else fatal."""
     if files.exist():
         return False
     if not Path(files.cert_file).exists() and not Path(files.key_file).exists() and register_webhook:
         return True
-    raise certs.CertificateError(
-        f"the serving certificate {files.cert_file!r} or its key {files.key_file!r} is missing "
+    raise StartupError(
+        f"--tls-cert-file {files.cert_file} / --tls-private-key {files.key_file}: one is missing "
         "(self-managed certificates need both absent and --register-webhook=true)"
     )
 
@@ -554,6 +601,7 @@ class AdmissionController:
         cert_poll_s: float = 1.0,
         secret_poll_s: float = 60.0,
         limitrange_sync_timeout_s: float = 10.0,
+        silence_check_s: float = 60.0,
         self_managed_policy: certs.SelfManagedPolicy | None = None,
     ) -> None:
         self.ctx = ctx
@@ -564,6 +612,12 @@ class AdmissionController:
         self.cert_poll_s = cert_poll_s
         self.secret_poll_s = secret_poll_s
         self.limitrange_sync_timeout_s = limitrange_sync_timeout_s
+        self.silence_check_s = silence_check_s
+        self.silent = Gauge(
+            "vpa_admission_controller_webhook_silent",
+            "1 while pods are created in namespaces with VPAs but no AdmissionReview reaches this process.",
+            registry=ctx.registry,
+        )
         self.files = certs.CertificateFiles(
             self.settings.tls_cert_file, self.settings.tls_private_key, self.settings.client_ca_file
         )
@@ -692,10 +746,14 @@ class AdmissionController:
 
     async def start(self) -> None:
         """Listen, register and start renewing the status Lease; returns once serving."""
-        cert, key, ca = await self._load_tls()
-        self.tls = certs.RotatingServerContext(
-            cert, key, min_tls_version=self.settings.min_tls_version, ciphers=self.settings.tls_ciphers
-        )
+        try:
+            cert, key, ca = await self._load_tls()
+            self.tls = certs.RotatingServerContext(
+                cert, key, min_tls_version=self.settings.min_tls_version, ciphers=self.settings.tls_ciphers
+            )
+        except certs.CertificateError as err:
+            # The message names the file or the flag (--tls-ciphers, --min-tls-version) at fault.
+            raise StartupError(f"admission controller TLS: {err}") from None
         self.ca_bundle = ca
         self.namespaces.attach(self.ctx.vpas)
         self._spawn("limitranges", self.limit_cache.run())
@@ -709,7 +767,11 @@ class AdmissionController:
         site = web.TCPSite(
             runner, self.host or None, self.requested_port, ssl_context=self.tls.listening, backlog=1024
         )
-        await site.start()
+        try:
+            await site.start()
+        except OSError as err:
+            reason = err.strerror or err
+            raise StartupError(f"--port {self.requested_port}: cannot listen: {reason}") from None
         server = site._server
         sockets = getattr(server, "sockets", None) or []
         self.port = sockets[0].getsockname()[1] if sockets else self.requested_port
@@ -718,10 +780,36 @@ class AdmissionController:
         log.info("admission webhook serving", port=self.port, self_managed=self.secret_store is not None)
         await self._register()
         self._spawn("status-lease", self.lease.run())
+        self._spawn("silence", self._watch_silence())
         if self.secret_store is not None:
             self._spawn("certificates", self._watch_secret())
         elif self.settings.reload_cert:
             self._spawn("certificates", self._watch_files())
+
+    async def _watch_silence(self) -> None:
+        """Warn once when pods appeared in VPA namespaces but no review arrived for a whole check interval;
+        say so again (info) when reviews resume. The interval is wall time whatever clock the process
+        follows: a network fault is measured in real seconds."""
+        wall = RealClock()
+        service = f"{self.settings.webhook_service_namespace}/{self.settings.webhook_service}"
+        silence = ReviewSilence(self.namespaces)
+        # A moment for the API server to pick up the configuration just registered.
+        await wall.sleep(min(5.0, self.silence_check_s))
+        self.ctx.pods.on_add(silence.pod_added)
+        quiet_since, seen, warned = wall.now(), self.server.requests, False
+        while True:
+            await wall.sleep(self.silence_check_s)
+            if self.server.requests != seen:
+                if warned:
+                    log.info("admission_webhook_called_again", service=service)
+                    self.silent.set(0)
+                silence.reset()
+                quiet_since, seen, warned = wall.now(), self.server.requests, False
+            elif silence.pods and not warned:
+                fields = silence.warning(service, wall.now() - quiet_since)
+                log.warning("admission_webhook_not_called", **fields)
+                self.silent.set(1)
+                warned = True
 
     async def stop(self) -> None:
         self.serving = False

@@ -189,8 +189,25 @@ def parse_run_args(argv: Sequence[str], env: Mapping[str, str]) -> settings.RunS
         raise UsageError(str(error)) from None
 
 
+def _refuse_run_only_flags(argv: Sequence[str]) -> None:
+    """A `vpa run` flag that means nothing offline (`--storage`, `--prometheus-address`, ...) is a usage
+    error that says so, rather than the parser's generic "not defined"."""
+    for arg in argv:
+        if arg == "--" or not arg.startswith("-"):
+            if arg == "--":
+                return
+            continue
+        name = arg.lstrip("-").partition("=")[0]
+        if name in table.RUN_FLAGS_BY_NAME and name not in table.REPLAY_FLAGS_BY_NAME:
+            raise UsageError(
+                f"--{name} is a vpa run flag with no effect offline: vpa replay reads only TRACE and takes "
+                "the flags of the recommendation maths (see vpa replay --help)"
+            )
+
+
 def parse_replay_args(argv: Sequence[str], env: Mapping[str, str]) -> settings.ReplaySettings:
-    """`vpa replay TRACE [--at T] [--every D] [--output json|table] [recommender flags]` → ReplaySettings."""
+    """`vpa replay TRACE [--at T] [--every D] [--output FORMAT] [recommender flags]` → ReplaySettings."""
+    _refuse_run_only_flags(argv)
     values, parsed = _parse(argv, table.REPLAY_FLAGS)
     if len(parsed.positionals) != 1:
         if not parsed.positionals:

@@ -24,10 +24,13 @@ Run the selected VPA components (recommender, updater, admission controller) in 
 Flags keep the upstream VPA's names, defaults and Go syntax: --flag=value, --flag value, -flag,
 booleans as --flag or --flag=false, durations as 30s, 1m, 1h30m."""
 
-REPLAY_USAGE = """\
-Usage: vpa replay TRACE [--at UNIX_SECONDS] [--every DURATION] [--output json|table] [recommender flags]
-
-Run the recommender's logic over a CSV or Parquet usage trace and print its recommendations."""
+REPLAY_USAGE = (
+    "Usage: vpa replay TRACE [--at TIME] [--every DURATION] [--output json|yaml|csv|table] "
+    "[recommender flags]\n\n"
+    "Run the recommender's logic over a CSV or Parquet usage trace, offline, and print its recommendations\n"
+    "(and, when the trace has request columns, the current requests and target minus requests).\n\n"
+    + settings.REPLAY_TRACE_FORMAT.rstrip("\n")
+)
 
 
 REPORT_USAGE = """\
@@ -132,7 +135,10 @@ An invalid value, an unknown flag or an unknown component or gate stops `vpa run
 line naming the flag and the value, for example
 `vpa run: invalid value "abc" for flag --recommender-interval: not a duration (...)`.
 Combinations upstream refuses at startup (for example `--vpa-object-namespace` with
-`--ignored-vpa-object-namespaces`) are refused the same way.
+`--ignored-vpa-object-namespaces`) are refused the same way, and so is every fatal start-up problem past the
+command line: a kubeconfig that is missing or does not load, no kubeconfig outside a cluster, an `--address`
+or `--port` already in use, `--clock=sim` against a cluster that is not simulated, unusable TLS files
+(`vpa run: --address 127.0.0.1:8942: cannot listen: address already in use`).
 
 The Setting column names the field of `vpa.model.settings.RunSettings` the flag sets.
 
@@ -178,11 +184,19 @@ def render_flags_markdown() -> str:
     lines += [
         "## `vpa replay`",
         "",
-        "`vpa replay TRACE [flags]` takes its own flags below, every flag of the Recommender group above but",
-        "`--recommender-overrides` (a replay runs one recommender), and `--feature-gates`. TRACE is a CSV or",
-        "Parquet usage trace.",
+        "`vpa replay TRACE [flags]` takes its own flags below, `--feature-gates`, and those flags of the",
+        "Recommender group above that change the recommendation maths offline: "
+        + ", ".join(f"`--{name}`" for name in sorted(table.REPLAY_RECOMMENDER_FLAG_NAMES - {"feature-gates"}))
+        + ". Any other `vpa run` flag (`--storage`, `--prometheus-address`, ...) is refused with exit "
+        "status 2.",
         "",
         *_markdown_table(table.REPLAY_OWN_FLAGS),
+        "",
+        "The trace (`vpa replay --help` prints this too):",
+        "",
+        "```",
+        *settings.REPLAY_TRACE_FORMAT.rstrip("\n").splitlines(),
+        "```",
         "",
         "## `vpa report`",
         "",

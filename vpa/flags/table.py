@@ -14,6 +14,7 @@ import enum
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Final
 
 from vpa.flags import parsing
@@ -211,7 +212,17 @@ def _every(text: str) -> float:
 
 
 def _unix_seconds(text: str) -> float:
-    value = parsing.parse_go_float(text)
+    """Unix seconds or an ISO-8601 time (`2026-01-08T00:00:00Z`; no zone means UTC)."""
+    try:
+        value = parsing.parse_go_float(text)
+    except ValueError:
+        try:
+            moment = datetime.fromisoformat(text.strip())
+        except ValueError:
+            raise ValueError("not Unix seconds or an ISO-8601 time") from None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        return moment.timestamp()
     if value != value:  # NaN
         raise ValueError("not a time")
     return value
@@ -567,15 +578,17 @@ RUN_FLAGS: Final[tuple[FlagDef, ...]] = (
 
 REPLAY_OWN_FLAGS: Final[tuple[FlagDef, ...]] = (
     FlagDef("at", custom("float", _unix_seconds, lambda v: "" if v is None else parsing.STRING.format(v)),
-            Group.REPLAY, "Unix seconds at which recommendations are computed. Default: the last sample's "
-            "time.", None, default=None, default_text="", addition=True,
+            Group.REPLAY, "When recommendations are computed: Unix seconds or ISO-8601 "
+            "(2026-01-08T00:00:00Z). Default: the last sample's time; before the first sample is an error.",
+            None, default=None, default_text="", addition=True,
             setting_text="at"),
     FlagDef("every", custom("duration", _every, lambda v: "" if v is None else parsing.DURATION.format(v)),
             Group.REPLAY, "Also compute recommendations every DURATION (Go `30m` or Prometheus `1d` form) "
             "and output them as a series.", None, default=None, default_text="", addition=True,
             setting_text="every_s"),
-    FlagDef("output", choice(*settings.REPLAY_OUTPUTS), Group.REPLAY, "Output format: json or table.", None,
-            default="json", addition=True,
+    FlagDef("output", choice(*settings.REPLAY_OUTPUTS), Group.REPLAY, "Output format: json, yaml "
+            "(quantities as in the VPA status), csv (plain cores and bytes, one row per time and container) "
+            "or table.", None, default="json", addition=True,
             setting_text="output"),
 )
 
@@ -593,12 +606,22 @@ REPORT_FLAGS: Final[tuple[FlagDef, ...]] = (
 
 RUN_FLAGS_BY_NAME: Final[Mapping[str, FlagDef]] = {flag.name: flag for flag in RUN_FLAGS}
 
-# `vpa replay` accepts its own flags, the recommender group and --feature-gates.
-# (`--recommender-overrides` configures recommenders hosted side by side; a replay runs one.)
+# `vpa replay` accepts its own flags and, of `vpa run`'s, only those that change the recommendation maths
+# offline (estimation, aggregation, post-processing, --feature-gates for PerVPAConfig); flags about the
+# cluster, storage, Prometheus, checkpoints or loops are refused, not silently ignored.
+REPLAY_RECOMMENDER_FLAG_NAMES: Final = frozenset({
+    "feature-gates", "recommendation-margin-fraction", "pod-recommendation-min-cpu-millicores",
+    "pod-recommendation-min-memory-mb", "target-cpu-percentile", "recommendation-lower-bound-cpu-percentile",
+    "recommendation-upper-bound-cpu-percentile", "target-memory-percentile",
+    "recommendation-lower-bound-memory-percentile", "recommendation-upper-bound-memory-percentile",
+    "confidence-interval-cpu", "confidence-interval-memory", "humanize-memory", "round-cpu-millicores",
+    "round-memory-bytes", "cpu-histogram-decay-half-life", "memory-histogram-decay-half-life",
+    "memory-aggregation-interval", "memory-aggregation-interval-count", "oom-bump-up-ratio",
+    "oom-min-bump-up-bytes", "cpu-integer-post-processor-enabled", "container-recommendation-max-allowed-cpu",
+    "container-recommendation-max-allowed-memory",
+})
 REPLAY_FLAGS: Final[tuple[FlagDef, ...]] = REPLAY_OWN_FLAGS + tuple(
-    flag for flag in RUN_FLAGS
-    if (flag.group is Group.RECOMMENDER and flag.name != "recommender-overrides")
-    or flag.name == "feature-gates"
+    flag for flag in RUN_FLAGS if flag.name in REPLAY_RECOMMENDER_FLAG_NAMES
 )
 REPLAY_FLAGS_BY_NAME: Final[Mapping[str, FlagDef]] = {flag.name: flag for flag in REPLAY_FLAGS}
 

@@ -6,7 +6,8 @@ recovery: paged LIST parsed with orjson while the cyclic GC is paused; WATCH fro
 resourceVersion with bookmarks and a server-side `timeoutSeconds` plus a client read timeout; on 410 Gone
 (LIST continue, WATCH answer or an ERROR event) a fresh LIST that *replaces* the cache, synthesising delete,
 update and add events for the difference; reconnects with jittered backoff after any error; and a
-watchdog that restarts a watch that has delivered neither event nor bookmark for `stall_timeout_s`.
+watchdog that restarts a watch that has delivered neither event nor bookmark for `stall_timeout_s` of wall
+time (never of the simulated clock the process may follow).
 
 Must not: hand raw API dicts to anyone (`transform` turns them into model objects; `None` skips a malformed
 or uninteresting object), block the event loop between pages, register global metrics, or write anything.
@@ -28,7 +29,7 @@ import orjson
 import structlog
 
 from vpa.kube.client import ApiError, Gone, KubeClient, Query
-from vpa.model.clock import Clock
+from vpa.model.clock import Clock, RealClock
 
 T = TypeVar("T")
 Key = tuple[str, str]  # (namespace, name); namespace is "" for cluster-scoped objects
@@ -100,9 +101,13 @@ class WatchCache(Generic[T]):
         backoff_max_s: float = 30.0,
         observer: Callable[[str, str, int], None] | None = None,
         rng: random.Random | None = None,
+        wall_clock: Clock | None = None,
     ) -> None:
         self._client = client
         self._clock = clock
+        # The stall watchdog measures the network, so it runs on wall time whatever clock the process
+        # follows: on a simulated clock at 300x, 30 s of silence would otherwise be 0.1 s.
+        self._wall = wall_clock if wall_clock is not None else RealClock()
         self._path = path
         self._transform = transform
         self.name = name or path
@@ -129,7 +134,7 @@ class WatchCache(Generic[T]):
         self._on_delete: list[Callable[[T], None]] = []
         self._rv = ""
         self._synced = asyncio.Event()
-        self._last_event = clock.monotonic()
+        self._last_event = self._wall.monotonic()
         self.stats = WatchStats()
 
     # ----------------------------------------------------------------------------------- reading
@@ -148,7 +153,7 @@ class WatchCache(Generic[T]):
 
     @property
     def last_event_monotonic(self) -> float:
-        """Clock reading of the last line (event or bookmark) received on a watch, or of the last LIST."""
+        """Wall-clock monotonic reading of the last watch line (event or bookmark), or of the last LIST."""
         return self._last_event
 
     def get(self, namespace: str | None, name: str) -> T | None:
@@ -368,7 +373,7 @@ class WatchCache(Generic[T]):
             self._count("relists")
         self._replace(items, rvs)
         self._rv = rv
-        self._last_event = self._clock.monotonic()
+        self._last_event = self._wall.monotonic()
         if first:
             log.info("watch_cache_synced", cache=self.name, objects=len(items), resource_version=rv)
         self._synced.set()
@@ -409,7 +414,7 @@ class WatchCache(Generic[T]):
             }
         )
         self._count("watches")
-        self._last_event = self._clock.monotonic()
+        self._last_event = self._wall.monotonic()
         progress = [False]
         reader = asyncio.create_task(self._consume(query, progress), name=f"watch:{self.name}")
         watchdog = asyncio.create_task(self._watchdog(), name=f"watchdog:{self.name}")
@@ -432,16 +437,16 @@ class WatchCache(Generic[T]):
 
     async def _watchdog(self) -> None:
         while True:
-            remaining = self._last_event + self._stall_timeout_s - self._clock.monotonic()
+            remaining = self._last_event + self._stall_timeout_s - self._wall.monotonic()
             if remaining <= 0:
                 return
-            await self._clock.sleep(remaining)
+            await self._wall.sleep(remaining)
 
     async def _consume(self, query: Query, progress: builtins.list[bool]) -> None:
         stream = self._client.stream_lines(self._path, query, read_timeout_s=self._watch_read_timeout_s)
         async with contextlib.aclosing(stream) as lines:
             async for line in lines:
-                self._last_event = self._clock.monotonic()
+                self._last_event = self._wall.monotonic()
                 progress[0] = True
                 self._handle_line(line)
 

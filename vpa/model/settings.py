@@ -23,7 +23,7 @@ LogFormat = Literal["json", "console", "auto"]
 LOG_FORMATS: Final[tuple[LogFormat, ...]] = get_args(LogFormat)
 ClockSource = Literal["real", "sim"]
 CLOCK_SOURCES: Final[tuple[ClockSource, ...]] = get_args(ClockSource)
-ReplayOutput = Literal["json", "table"]
+ReplayOutput = Literal["json", "yaml", "csv", "table"]
 REPLAY_OUTPUTS: Final[tuple[ReplayOutput, ...]] = get_args(ReplayOutput)
 ReportOutput = Literal["table", "json", "csv", "html"]
 REPORT_OUTPUTS: Final[tuple[ReportOutput, ...]] = get_args(ReportOutput)
@@ -79,7 +79,31 @@ class SettingsError(ValueError):
     """A combination of settings the upstream binaries refuse at startup; the message names the flags."""
 
 
+class StartupError(Exception):
+    """A fatal start-up failure past the command line (a file that does not load, an address that cannot be
+    bound, a cluster that does not answer as configured). `str()` is one line naming the flag or the file;
+    `vpa run` prints it and exits with status 2 instead of a traceback."""
+
+
 # --- shared ---------------------------------------------------------------------------------------------
+
+
+def parse_host_port(address: str) -> tuple[str, int]:
+    """`:8942` → ("0.0.0.0", 8942); `127.0.0.1:0` → ("127.0.0.1", 0); `[::1]:80` → ("::1", 80).
+
+    Raises ValueError naming the address when it is not HOST:PORT or :PORT with a port in 0..65535.
+    """
+    host, sep, port_text = address.rpartition(":")
+    if not sep:
+        raise ValueError(f"address {address!r} must be HOST:PORT or :PORT")
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise ValueError(f"address {address!r}: port {port_text!r} is not a number") from None
+    if not 0 <= port <= 65535:
+        raise ValueError(f"address {address!r}: port {port} is out of range")
+    host = host.strip("[]") or "0.0.0.0"
+    return host, port
 
 
 @dataclass(frozen=True, slots=True)
@@ -579,6 +603,12 @@ class RunSettings:
             raise SettingsError(f"--components: unknown component {unknown[0]!r}")
         if self.clock not in CLOCK_SOURCES:
             raise SettingsError(f"--clock must be one of {', '.join(CLOCK_SOURCES)}, not {self.clock!r}")
+        try:
+            parse_host_port(self.address)
+        except ValueError as error:
+            raise SettingsError(f"invalid value {self.address!r} for flag --address: {error}") from None
+        if not 0 <= self.admission.port <= 65535:
+            raise SettingsError(f"invalid value {self.admission.port} for flag --port: not in 0..65535")
         recommender_lease = self.recommender.leader_election
         updater_lease = self.updater.leader_election
         if (
@@ -600,6 +630,22 @@ class RunSettings:
         return component in self.components
 
 
+REPLAY_TRACE_FORMAT: Final = """\
+A trace is a CSV file (or Parquet, by its .parquet/.pq extension) with a header row and these columns:
+  timestamp       Unix seconds (1767225600) or ISO-8601 (2026-01-01T00:00:00Z; no zone means UTC)
+  container       the key of one container: any text (e.g. ns/pod/container); each key is replayed as
+                  its own container under its own VPA
+  cpu_cores       CPU usage in cores (0.25) or as a quantity (250m)
+  memory_bytes    memory working set in bytes (104857600) or as a quantity (100Mi)
+  oom             optional: true on a row recording an OOM kill (memory_bytes is then the request)
+  cpu_request     optional: the container's CPU request (0.25 or 250m), shown beside the recommendation
+  memory_request  optional: its memory request (bytes or a quantity such as 128Mi)
+At least one of cpu_cores and memory_bytes is needed; an empty cell is no sample. Values must not be
+negative. Rows may come in any order (they are replayed by time, file order on ties).
+"""
+"""What `vpa replay` reads (`vpa.replay.read_trace` implements it; `vpa replay --help` prints it)."""
+
+
 @dataclass(frozen=True, slots=True)
 class ReplaySettings:
     """Everything `vpa replay` needs: the trace, when to evaluate, and the recommender's settings."""
@@ -611,7 +657,7 @@ class ReplaySettings:
     every_s: float | None = None
     """If set, also emit a series of recommendations every this many seconds."""
     output: ReplayOutput = "json"
-    """`json` or `table`."""
+    """`json`, `yaml`, `csv` or `table`."""
     recommender: RecommenderSettings = field(default_factory=RecommenderSettings)
     """The recommender flags given to `vpa replay`."""
     feature_gates: FeatureGates = field(default_factory=FeatureGates)
@@ -623,7 +669,7 @@ class ReplaySettings:
         if self.every_s is not None and self.every_s <= 0:
             raise SettingsError("--every must be greater than 0")
         if self.output not in REPLAY_OUTPUTS:
-            raise SettingsError(f"--output must be json or table, not {self.output!r}")
+            raise SettingsError(f"--output must be one of {', '.join(REPLAY_OUTPUTS)}, not {self.output!r}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import socket
 import sys
@@ -21,6 +22,7 @@ import pytest
 from vpa.app import build_components
 from vpa.app.runtime import SHUTDOWN_BUDGET_S, Runtime
 from vpa.flags.commands import parse_run_args
+from vpa.model.settings import StartupError
 from vpa.sim import SimCluster
 from vpa.sim.apiserver.harness import SimCluster as SimClusterType
 
@@ -143,12 +145,77 @@ async def test_malformed_vpa_is_skipped_not_fatal(cluster: SimClusterType) -> No
     assert await asyncio.wait_for(task, timeout=SHUTDOWN_BUDGET_S + 2) == 0
 
 
-async def test_unreachable_api_server_is_an_error_exit(tmp_path: Any) -> None:
+async def test_unloadable_kubeconfig_is_a_startup_error(tmp_path: Any) -> None:
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text("not: a kubeconfig\n")
     settings = _settings(str(kubeconfig))
-    with pytest.raises(Exception):  # noqa: B017 - any configuration error surfaces, nothing hangs
+    with pytest.raises(StartupError, match=f"kubeconfig {kubeconfig} .*cannot load"):
         await asyncio.wait_for(Runtime(settings).run(install_signal_handlers=False), timeout=10)
+
+
+async def _vpa_run(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
+    """`vpa run ARGS` as a process, expected to stop by itself: (exit status, stderr)."""
+    base = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST")}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "vpa.cli", "run", "--log-format=json", *args,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env={**base, **(env or {})},
+    )  # fmt: skip
+    try:
+        _, stderr = await asyncio.wait_for(proc.communicate(), timeout=30)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert proc.returncode is not None
+    return proc.returncode, stderr.decode()
+
+
+def _only_line(stderr: str) -> str:
+    """The one line a fatal start-up error prints (no traceback, no log lines around it)."""
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, stderr
+    assert "Traceback" not in stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [
+        ("missing-kubeconfig", r"^vpa run: kubeconfig \S+/absent \(--kubeconfig .*\): no such file"),
+        ("no-kubeconfig-outside-a-cluster", r"^vpa run: no kubeconfig: give --kubeconfig .*in-cluster"),
+        ("bad-address", r"^vpa run: invalid value 'notanaddress' for flag --address"),
+    ],
+)
+async def test_startup_errors_without_a_cluster_are_one_line_exit_2(
+    tmp_path: Any, case: str, expected: str
+) -> None:
+    args = {
+        "missing-kubeconfig": [f"--kubeconfig={tmp_path / 'absent'}"],
+        "no-kubeconfig-outside-a-cluster": [],
+        "bad-address": ["--address=notanaddress"],
+    }[case]
+    code, stderr = await _vpa_run(*args)
+    assert code == 2
+    assert re.search(expected, _only_line(stderr)), stderr
+
+
+@pytest.mark.parametrize("flag", ["address", "port"])
+async def test_an_address_in_use_is_one_line_exit_2(cluster: SimClusterType, flag: str) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        address = f"127.0.0.1:{port}" if flag == "address" else "127.0.0.1:0"
+        webhook_port = port if flag == "port" else 0
+        code, stderr = await _vpa_run(
+            f"--kubeconfig={cluster.kubeconfig_path}", f"--address={address}", f"--port={webhook_port}",
+            env={"NAMESPACE": "kube-system"},
+        )
+    assert code == 2, stderr
+    error = [line for line in stderr.splitlines() if line.startswith("vpa run:")]
+    assert len(error) == 1, stderr
+    assert re.match(rf"^vpa run: --{flag} \S*{port}: cannot listen", error[0]), stderr
+    assert "Traceback" not in stderr
 
 
 def _free_port() -> int:

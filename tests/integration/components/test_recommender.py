@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import structlog
+
 from tests.integration.components.recommender_helpers import (
     CHECKPOINTS,
     MI,
@@ -212,8 +214,13 @@ async def test_a_vpa_naming_another_recommender_is_left_alone() -> None:
 async def test_status_is_patched_only_when_it_changed() -> None:
     async with harness() as h:
         await start_workloads(h, ("steady", STEADY))
-        first = await h.loop()
+        with structlog.testing.capture_logs() as logs:
+            first = await h.loop()
         assert first.status_writes == 1
+        # The first target is news: one info line naming the VPA and the target.
+        changed = [e for e in logs if e["event"] == "vpa_target_changed"]
+        assert [(e["log_level"], e["vpa"]) for e in changed] == [("info", "default/steady")]
+        assert set(changed[0]["target"]["app"]) == {"cpu", "memory"}
         await h.run_for(3600, STEP_S)
         obj = h.vpa("steady")
         since = condition(obj, "RecommendationProvided")
@@ -231,9 +238,14 @@ async def test_status_is_patched_only_when_it_changed() -> None:
 
         # Time passes: the bounds' confidence grows, the status is written, the transition time is kept.
         await h.cluster.advance(STEP_S)
-        report = await h.loop()
+        with structlog.testing.capture_logs() as logs:
+            report = await h.loop()
         assert report.status_writes == 1
         assert condition(h.vpa("steady"), "RecommendationProvided") == since
+        # Only the bounds moved: no `vpa_target_changed` line, and the loop summary stays at debug.
+        assert report.target_changes == 0
+        lines = [(e["event"], e["log_level"]) for e in logs if "target" in e["event"] or "loop" in e["event"]]
+        assert lines == [("recommender_loop_done", "debug")]
 
 
 def targets_and_bounds(rec: Recommendation) -> dict[str, tuple[int, ...]]:

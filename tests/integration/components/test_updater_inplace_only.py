@@ -55,6 +55,15 @@ async def test_in_place_vpa_is_skipped_entirely_when_the_gate_is_off() -> None:
         after = env.pods("web")
         assert uids(after) == uids(before)
         assert [amounts(spec_resources(p)["requests"]) for p in after] == [res("500m", "256Mi")] * 2
+        # One Warning Event on the VPA for the whole time it is skipped, not one per loop.
+        gate_events = [e for e in await env.event_reasons() if e[1] == "InPlaceFeatureGateOff"]
+        assert [(who, reason) for who, reason, _ in gate_events] == [
+            ("VerticalPodAutoscaler/web", "InPlaceFeatureGateOff")
+        ]
+        assert "--feature-gates=InPlace=true" in gate_events[0][2]
+        stored = [e for e in env.store.list("events", "default") if e["reason"] == "InPlaceFeatureGateOff"]
+        assert [(e["type"], e.get("count", 1)) for e in stored] == [("Warning", 1)]
+        assert env.updater.gate_off.checks("default/web") == 2
 
 
 @pytest.mark.parametrize("mode", ["InPlace", "InPlaceOrRecreate"])

@@ -45,7 +45,11 @@ def test_demo_resizes_in_place_and_exits_cleanly() -> None:
     assert "RUNNING WITH" in output
     for name, mode in (("web", "InPlaceOrRecreate"), ("batch", "InPlace"), ("api", "Off")):
         assert any(line.split()[:2] == [name, mode] for line in output.splitlines()), name
-    assert "In-place workloads resized without restarts; done." in output
+    assert "In-place workloads resized without restarts; done:" in output
+    # The end says, per workload, what converged and what is still moving.
+    ending = output.split("done:", 1)[1].splitlines()
+    assert [line.split()[0] for line in ending if line.strip()][:3] == ["web", "batch", "api"]
+    assert "(Off mode never changes pods)" in output
     # The last table: both in-place workloads fully resized, nothing restarted, Off untouched.
     last = output[output.rindex("WORKLOAD") :].splitlines()
     rows = {line.split()[0]: line.split() for line in last[1:4]}

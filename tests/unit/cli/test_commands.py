@@ -349,9 +349,13 @@ def test_replay_every_accepts_go_and_prometheus_forms(every: str, seconds: float
         (["a.csv", "b.csv"], 'unexpected argument "b.csv"'),
         (["t.csv", "--every=soon"], 'invalid value "soon" for flag --every: not a duration'),
         (["t.csv", "--every=0s"], "--every must be greater than 0"),
-        (["t.csv", "--output=yaml"], 'invalid value "yaml" for flag --output: must be one of json, table'),
-        (["t.csv", "--at=noon"], 'invalid value "noon" for flag --at: not a number'),
-        (["t.csv", "--updater-interval=1m"], "unknown flag: --updater-interval"),
+        (["t.csv", "--output=xml"],
+         'invalid value "xml" for flag --output: must be one of json, yaml, csv, table'),
+        (["t.csv", "--at=noon"], 'invalid value "noon" for flag --at: not Unix seconds or an ISO-8601 time'),
+        (["t.csv", "--updater-interval=1m"], "--updater-interval is a vpa run flag with no effect offline"),
+        (["t.csv", "--storage=prometheus"], "--storage is a vpa run flag with no effect offline"),
+        (["t.csv", "-prometheus-address", "http://p:9090"], "--prometheus-address is a vpa run flag"),
+        (["t.csv", "--no-such-flag=1"], "unknown flag: --no-such-flag"),
         (["t.csv", "--feature-gates=Nope=true"], "unrecognized feature gate: Nope"),
     ],
     ids=[
@@ -362,6 +366,9 @@ def test_replay_every_accepts_go_and_prometheus_forms(every: str, seconds: float
         "bad-output",
         "bad-at",
         "updater-flag",
+        "storage-flag",
+        "prometheus-flag",
+        "unknown-flag",
         "bad-gate",
     ],
 )
@@ -369,6 +376,11 @@ def test_replay_usage_errors(argv: list[str], message: str) -> None:
     with pytest.raises(UsageError) as caught:
         commands.parse_replay_args(argv, {})
     assert message in str(caught.value)
+
+
+def test_replay_at_accepts_iso_8601() -> None:
+    assert commands.parse_replay_args(["t.csv", "--at=2026-01-01T00:00:00Z"], {}).at == 1_767_225_600.0
+    assert commands.parse_replay_args(["t.csv", "--at=2026-01-01T01:00:00"], {}).at == 1_767_229_200.0
 
 
 def test_recommender_overrides_reach_each_named_recommender() -> None:

@@ -111,8 +111,8 @@ INVALID: list[tuple[str, Callable[[], object], str]] = [
     ),
     (
         "replay-output",
-        lambda: s.ReplaySettings(trace_path="t.csv", output="yaml"),  # type: ignore[arg-type]
-        "--output must be json or table",
+        lambda: s.ReplaySettings(trace_path="t.csv", output="xml"),  # type: ignore[arg-type]
+        "--output must be one of json, yaml, csv, table",
     ),
 ]
 
