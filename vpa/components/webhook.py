@@ -32,6 +32,7 @@ import asyncio
 import base64
 import contextlib
 import dataclasses
+import hashlib
 import time
 from collections import Counter as Tally
 from collections import OrderedDict
@@ -67,7 +68,12 @@ from vpa.model.vpa import TargetRef, VpaView
 log = structlog.get_logger(__name__)
 
 MAX_BODY_BYTES: Final = 5 * 1024 * 1024
+# The patch memo: entries are keyed on a 16-byte digest of the containers (never the containers themselves)
+# and bounded in bytes; a patch larger than PATCH_MEMO_ENTRY_BYTES (absurdly long names) is not kept.
 PATCH_MEMO_SIZE: Final = 4096
+PATCH_MEMO_BYTES: Final = 8 * 1024 * 1024
+PATCH_MEMO_ENTRY_BYTES: Final = 64 * 1024
+_MEMO_ENTRY_OVERHEAD: Final = 512  # key tuple, digest, OrderedDict node: what an entry costs besides its patch
 VPA_GROUP: Final = "autoscaling.k8s.io"
 VPA_RESOURCE: Final = "verticalpodautoscalers"
 REVIEW_V1: Final = "admission.k8s.io/v1"
@@ -251,7 +257,8 @@ class Admitter:
         )
         self.metrics = metrics
         self._namespaces = namespaces
-        self._memo: OrderedDict[tuple[object, ...], list[dict[str, Any]]] = OrderedDict()
+        self._memo: OrderedDict[tuple[object, ...], tuple[list[dict[str, Any]], int]] = OrderedDict()
+        self.memo_bytes = 0  # what the memo's entries cost, by PATCH_MEMO_BYTES' measure
 
     # ---- reading
 
@@ -361,7 +368,9 @@ class Admitter:
 
         The patch depends only on the containers' spec (and status, absent at creation), whether the pod
         has annotations, the VPA (uid + resourceVersion) and the namespace's merged LimitRanges; the key
-        holds exactly these. None when the pod does not convert.
+        holds exactly these, the containers as a BLAKE2b digest of their JSON, so that what the memo
+        keeps does not grow with the pods' size: at most PATCH_MEMO_SIZE entries and PATCH_MEMO_BYTES
+        (patch JSON plus a fixed overhead each). None when the pod does not convert.
         """
         limits = self._limits(namespace)
         key: tuple[object, ...] | None = None
@@ -377,7 +386,7 @@ class Admitter:
                     vpa.key,
                     limits,
                     has_annotations,
-                    orjson.dumps(containers),
+                    hashlib.blake2b(orjson.dumps(containers), digest_size=16).digest(),
                 )
             except TypeError:
                 key = None
@@ -385,7 +394,7 @@ class Admitter:
                 cached = self._memo.get(key)
                 if cached is not None:
                     self._memo.move_to_end(key)
-                    return cached
+                    return cached[0]
         try:
             pod = pod_from_dict(raw)
         except ConversionError as err:
@@ -395,10 +404,21 @@ class Admitter:
             pod = dataclasses.replace(pod, namespace=namespace)
         ops = pod_patch(pod, pod_shape(raw), vpa, limits, self._options)
         if key is not None:
-            self._memo[key] = ops
-            if len(self._memo) > PATCH_MEMO_SIZE:
-                self._memo.popitem(last=False)
+            self._remember(key, ops)
         return ops
+
+    def _remember(self, key: tuple[object, ...], ops: list[dict[str, Any]]) -> None:
+        size = len(orjson.dumps(ops)) + _MEMO_ENTRY_OVERHEAD
+        if size > PATCH_MEMO_ENTRY_BYTES:
+            return
+        previous = self._memo.pop(key, None)
+        if previous is not None:
+            self.memo_bytes -= previous[1]
+        self._memo[key] = (ops, size)
+        self.memo_bytes += size
+        while len(self._memo) > PATCH_MEMO_SIZE or self.memo_bytes > PATCH_MEMO_BYTES:
+            _, (_, evicted) = self._memo.popitem(last=False)
+            self.memo_bytes -= evicted
 
     def _admit_vpa(self, request: Mapping[str, Any], create: bool) -> Verdict:
         obj = request.get("object")
