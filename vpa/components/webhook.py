@@ -47,6 +47,7 @@ from prometheus_client import CollectorRegistry, Counter
 
 from vpa.components.context import ComponentContext
 from vpa.components.health import LoopHistogram
+from vpa.components.sampled_log import SampledLog
 from vpa.components.webhook_targets import AdmissionTargets
 from vpa.kube import certificates as certs
 from vpa.kube import webhookregistering as registering
@@ -127,6 +128,13 @@ class AdmissionMetrics:
             ("step",),
             LATENCY_BUCKETS,
             registry=registry,
+        )
+        # Reviews any client can send (unhandled resources, pods that do not convert, our own failures):
+        # counted by reason, logged at most once per reason every 10 s.
+        self.notices = SampledLog(
+            registry,
+            "vpa_admission_controller_review_problems_total",
+            "Admission reviews that were answered without a decision, by reason (logged sampled).",
         )
         self._latency = {
             (s, r): self.latency.labels(s, r)
@@ -256,6 +264,7 @@ class Admitter:
             gates=gates, max_allowed_cpu_boost_millicores=max_allowed_cpu_boost_millicores
         )
         self.metrics = metrics
+        self.notices = metrics.notices
         self._namespaces = namespaces
         self._memo: OrderedDict[tuple[object, ...], tuple[list[dict[str, Any]], int]] = OrderedDict()
         self.memo_bytes = 0  # what the memo's entries cost, by PATCH_MEMO_BYTES' measure
@@ -298,8 +307,9 @@ class Admitter:
                 try:
                     return await self._admit_pod(request)
                 except Exception as exc:  # never block a pod on our own bug
-                    log.error(
-                        "pod admission failed; allowing without changes", error=repr(exc), exc_info=True
+                    self.notices.event(
+                        "admission_error", "pod admission failed; allowing without changes",
+                        level="error", error=repr(exc), exc_info=True,
                     )
                     verdict.outcome = "error"
             return verdict
@@ -308,8 +318,9 @@ class Admitter:
             if operation in ("CREATE", "UPDATE"):
                 return self._admit_vpa(request, operation == "CREATE")
             return verdict
-        log.error(
-            "admission review for a resource this webhook does not handle", group=group, resource=plural
+        self.notices.event(
+            "unhandled_resource", "admission review for a resource this webhook does not handle",
+            level="error", group=group, resource=plural,
         )
         return Verdict()
 
@@ -330,7 +341,10 @@ class Admitter:
         try:
             identity = pod_identity(raw, namespace)
         except ConversionError as err:
-            log.warning("pod does not convert; admitting it unchanged", namespace=namespace, error=str(err))
+            self.notices.event(
+                "pod_not_converting", "pod does not convert; admitting it unchanged", namespace=namespace,
+                error=str(err),
+            )
             verdict.outcome = "error"
             return verdict
         pod_name = identity.name or f"{identity.generate_name}%"
@@ -398,7 +412,10 @@ class Admitter:
         try:
             pod = pod_from_dict(raw)
         except ConversionError as err:
-            log.warning("pod does not convert; admitting it unchanged", namespace=namespace, error=str(err))
+            self.notices.event(
+                "pod_not_converting", "pod does not convert; admitting it unchanged", namespace=namespace,
+                error=str(err),
+            )
             return None
         if pod.namespace != namespace:
             pod = dataclasses.replace(pod, namespace=namespace)

@@ -12,6 +12,7 @@ import gc
 import io
 import os
 from collections.abc import AsyncIterator
+from collections import Counter
 from typing import Any
 
 import aiohttp
@@ -21,8 +22,10 @@ from aiohttp.test_utils import TestServer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
+from structlog.testing import capture_logs
 
 from tests.builders import make_pod, make_recommendation, make_vpa
+from vpa.components.sampled_log import SampledLog
 from vpa.components.webhook import (
     MAX_BODY_BYTES,
     PATCH_MEMO_BYTES,
@@ -469,6 +472,32 @@ async def test_memo_is_bounded_in_bytes_and_skips_huge_patches() -> None:
     assert len(admitter._memo) <= PATCH_MEMO_SIZE
     assert 0 < admitter.memo_bytes <= PATCH_MEMO_BYTES
     assert admitter.memo_bytes == sum(size for _, size in admitter._memo.values())
+
+
+async def test_floods_of_unhandled_and_unconvertible_reviews_are_counted_and_logged_sampled() -> None:
+    admitter = _admitter(_vpa())
+    bad_pod = _pod_being_created()
+    bad_pod["metadata"]["labels"] = {"app": 7}  # does not convert
+    with capture_logs() as logs:
+        for _ in range(500):
+            await admitter.admit(_review({}, resource="secrets")["request"])
+            await admitter.admit(_review(bad_pod)["request"])
+    counter = admitter.metrics.notices.counter
+    assert counter.labels(reason="unhandled_resource")._value.get() == 500
+    assert counter.labels(reason="pod_not_converting")._value.get() == 500
+    events = Counter(entry["reason"] for entry in logs if "reason" in entry)
+    assert events == {"unhandled_resource": 1, "pod_not_converting": 1}
+
+
+def test_sampled_log_reports_what_it_suppressed() -> None:
+    now = [0.0]
+    sampled = SampledLog(CollectorRegistry(), "x_total", "x", interval_s=10.0, clock=lambda: now[0])
+    with capture_logs() as logs:
+        logged = [sampled.event("r", "m") for _ in range(5)]
+        now[0] = 10.0
+        logged.append(sampled.event("r", "m"))
+    assert logged == [True, False, False, False, False, True]
+    assert [entry["suppressed"] for entry in logs] == [0, 4]
 
 
 async def test_metrics_are_exposed_with_upstream_names() -> None:
