@@ -10,6 +10,9 @@ Owns:
   a Secret), the aiohttp server on `--port`, self-registration of `vpa-webhook-config`, the status Lease,
   readiness, and a clean stop on cancellation. `run(ctx)` is what the runtime starts.
 
+Slow or stalled clients (`vpa.components.connections`): the TLS handshake and the headers must arrive
+within 10 s, the body within 10 s more, at most 1,024 connections at once; others are closed and counted.
+
 Never the reason a pod cannot start: any exception while admitting a pod answers `allowed: true` with no
 patch (logged, counted as `status="error"`); a review that cannot be read answers 400, a body over 5 MiB
 413 and a non-JSON content type 415 (the API server then applies the failure policy, `Ignore` by default).
@@ -45,6 +48,14 @@ import structlog
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter
 
+from vpa.components.connections import (
+    DEFAULT_LIMITS,
+    ConnectionDrops,
+    ConnectionGuard,
+    ConnectionLimits,
+    GuardedSite,
+    read_body,
+)
 from vpa.components.context import ComponentContext
 from vpa.components.health import LoopHistogram
 from vpa.components.sampled_log import SampledLog
@@ -74,7 +85,7 @@ MAX_BODY_BYTES: Final = 5 * 1024 * 1024
 PATCH_MEMO_SIZE: Final = 4096
 PATCH_MEMO_BYTES: Final = 8 * 1024 * 1024
 PATCH_MEMO_ENTRY_BYTES: Final = 64 * 1024
-_MEMO_ENTRY_OVERHEAD: Final = 512  # key tuple, digest, OrderedDict node: what an entry costs besides its patch
+_MEMO_ENTRY_OVERHEAD: Final = 512  # key tuple, digest, OrderedDict node: an entry's cost besides its patch
 VPA_GROUP: Final = "autoscaling.k8s.io"
 VPA_RESOURCE: Final = "verticalpodautoscalers"
 REVIEW_V1: Final = "admission.k8s.io/v1"
@@ -481,8 +492,15 @@ class Admitter:
 class AdmissionServer:
     """The aiohttp application around an `Admitter`: any path, POST, JSON only, 5 MiB at most."""
 
-    def __init__(self, admitter: Admitter) -> None:
+    def __init__(
+        self,
+        admitter: Admitter,
+        limits: ConnectionLimits = DEFAULT_LIMITS,
+        drops: ConnectionDrops | None = None,
+    ) -> None:
         self.admitter = admitter
+        self.limits = limits
+        self.drops = drops if drops is not None else ConnectionDrops(CollectorRegistry())
         self.app = web.Application(client_max_size=MAX_BODY_BYTES)
         self.app.router.add_route("*", "/", self.handle)  # the path the API server calls: matched first
         self.app.router.add_route("*", "/{tail:.*}", self.handle)
@@ -497,9 +515,11 @@ class AdmissionServer:
         if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
             return web.Response(status=413, text="request payload too large\n")
         try:
-            body = await request.read()
+            body = await read_body(request, self.limits, self.drops, "admission-controller")
         except web.HTTPRequestEntityTooLarge:
             return web.Response(status=413, text="request payload too large\n")
+        if body is None:  # the body did not arrive in time: the connection is gone
+            return web.Response(status=408, text="request body timed out\n")
         read_done = time.perf_counter()
         metrics.step["read_request"].observe(read_done - started)
         try:
@@ -592,6 +612,7 @@ class AdmissionController:
         secret_poll_s: float = 60.0,
         limitrange_sync_timeout_s: float = 10.0,
         self_managed_policy: certs.SelfManagedPolicy | None = None,
+        limits: ConnectionLimits = DEFAULT_LIMITS,
     ) -> None:
         self.ctx = ctx
         self.settings = ctx.settings.admission
@@ -637,7 +658,10 @@ class AdmissionController:
             max_allowed_cpu_boost_millicores=self.settings.max_allowed_cpu_boost_millicores,
             namespaces=self.namespaces,
         )
-        self.server = AdmissionServer(self.admitter)
+        self.limits = limits
+        self.drops = ConnectionDrops(ctx.registry)
+        self.server = AdmissionServer(self.admitter, limits, self.drops)
+        self.guard: ConnectionGuard | None = None
         self.tls: certs.RotatingServerContext | None = None
         self.ca_bundle = b""
         self.registered_ca = b""
@@ -740,11 +764,20 @@ class AdmissionController:
             await asyncio.wait_for(self.limit_cache.wait_synced(), self.limitrange_sync_timeout_s)
         except TimeoutError:
             log.warning("LimitRanges not listed yet; serving without them until they are")
-        runner = web.AppRunner(self.server.app, access_log=None, shutdown_timeout=1.0)
+        runner = web.AppRunner(
+            self.server.app, access_log=None, shutdown_timeout=1.0, **self.limits.runner_kwargs()
+        )
         await runner.setup()
         self._runner = runner
-        site = web.TCPSite(
-            runner, self.host or None, self.requested_port, ssl_context=self.tls.listening, backlog=1024
+        assert runner.server is not None
+        self.guard = ConnectionGuard(runner.server, self.limits, self.drops, "admission-controller")
+        site = GuardedSite(
+            runner,
+            self.host or None,
+            self.requested_port,
+            limits=self.limits,
+            ssl_context=self.tls.listening,
+            backlog=1024,
         )
         await site.start()
         server = site._server

@@ -11,8 +11,8 @@ import copy
 import gc
 import io
 import os
-from collections.abc import AsyncIterator
 from collections import Counter
+from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
@@ -464,7 +464,8 @@ async def test_memo_is_bounded_in_bytes_and_skips_huge_patches() -> None:
         {"name": "n" * (100 * 1024), "image": "busybox", "resources": {}}
     )
     await admitter.admit(_review(long_names)["request"])
-    assert admitter.memo_bytes == 0 and not admitter._memo
+    assert admitter.memo_bytes == 0
+    assert not admitter._memo
     # Many small distinct patches: the total stays under the byte bound, the newest are kept.
     for index in range(PATCH_MEMO_SIZE + 10):
         pod["spec"]["containers"][0]["image"] = f"busybox:{index}"

@@ -726,6 +726,9 @@ HOSTILE = ["-1", "0", "1n", "1m", "1", "1e308", "-46116860184273879035", "922337
            "1e18", "1e-9", "-1e308", "250Mi"]
 
 
+HOSTILE_VPA = vpa_json(rec(cpu="300m", memory="150Mi"), startup_boost=FACTOR_2)
+
+
 def _emitted_values_are_valid(ops: list[JSON]) -> None:
     emitted: dict[tuple[str, str, str], Quantity] = {}
     for op in ops:
@@ -754,7 +757,7 @@ def test_absurd_own_values_give_valid_values_or_no_patch(
     own: dict[str, str], patched: bool, options: AdmissionOptions
 ) -> None:
     raw_pod = admission_pod(container(**own))
-    ops = patch_for(raw_pod, vpa_json(rec(cpu="300m", memory="150Mi"), startup_boost=FACTOR_2), options=options)
+    ops = patch_for(raw_pod, HOSTILE_VPA, options=options)
     _emitted_values_are_valid(ops)
     assert any("/resources/" in op["path"] for op in ops) is patched
 
@@ -770,5 +773,5 @@ def test_hostile_quantity_grid_never_emits_an_invalid_value(
                   memory_request=memory_pair[0], memory_limit=memory_pair[1])
     )
     for options in (DEFAULT_OPTIONS, BOOST):
-        ops = patch_for(raw_pod, vpa_json(rec(cpu="300m", memory="150Mi"), startup_boost=FACTOR_2), options=options)
+        ops = patch_for(raw_pod, HOSTILE_VPA, options=options)
         _emitted_values_are_valid(ops)

@@ -150,7 +150,7 @@ def test_quantities_past_the_largest_suffix_format(make: Callable[[], Quantity],
 
 
 @given(
-    st.integers(min_value=-(quantity.MAX_VALUE * quantity.NANO), max_value=quantity.MAX_VALUE * quantity.NANO),
+    st.integers(min_value=-quantity.MAX_VALUE * quantity.NANO, max_value=quantity.MAX_VALUE * quantity.NANO),
     st.sampled_from(["DecimalSI", "BinarySI", "DecimalExponent"]),
 )
 def test_every_representable_quantity_formats_and_round_trips(nanos: int, fmt: quantity.Format) -> None:
@@ -167,7 +167,8 @@ def test_byte_and_millicore_formatting_never_fails(amount: int) -> None:
 
 
 @pytest.mark.parametrize(
-    ("amount", "ok"), [(-1, False), (0, True), (1, True), (quantity.MAX_VALUE, True), (quantity.MAX_VALUE + 1, False)],
+    ("amount", "ok"),
+    [(-1, False), (0, True), (1, True), (quantity.MAX_VALUE, True), (quantity.MAX_VALUE + 1, False)],
     ids=str,
 )
 def test_in_pod_range(amount: int, ok: bool) -> None:
