@@ -680,7 +680,8 @@ class Recommender:
             return parse_in_progress_peaks(annotations.get(IN_PROGRESS_PEAKS_ANNOTATION))
         except CheckpointError as err:
             self.metrics.skipped.labels(what="malformed_checkpoint_peaks").inc()
-            log.warning("recommender_checkpoint_peaks_skipped", checkpoint=f"{namespace}/{name}", error=str(err))
+            log.warning("recommender_checkpoint_peaks_skipped", checkpoint=f"{namespace}/{name}",
+                        error=str(err))
             return []
 
     async def run_once(self) -> LoopReport:

@@ -82,7 +82,8 @@ class CheckpointStore:
                     raise
                 # No annotations map yet (a checkpoint upstream wrote, or an older one of ours).
                 await self._client.json_patch(
-                    path, [ops[0], {"op": "add", "path": "/metadata/annotations", "value": dict(annotations)}],
+                    path,
+                    [ops[0], {"op": "add", "path": "/metadata/annotations", "value": dict(annotations)}],
                     idempotent=True)
             return
         except ApiError as err:

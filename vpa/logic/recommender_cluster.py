@@ -424,7 +424,9 @@ class ClusterState:
         """`checkpoint_states`, each with the in-progress peaks it leaves out: those of live containers and
         restored ones not taken over yet (whose window has not ended)."""
         vpa = self._vpa(namespace, name)
-        contents = {container: (state, []) for container, state in self.merged_states(namespace, name).items()}
+        merged = self.merged_states(namespace, name)
+        contents: dict[str, tuple[AggregateContainerState, list[InProgressPeak]]] = {
+            container: (state, []) for container, state in merged.items()}
         for key in vpa.aggregates:
             entry = contents.get(key.container_name)
             if entry is None:
