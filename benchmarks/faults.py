@@ -9,7 +9,9 @@
 - watch: 300 forced watch drops, every fifth with a compaction (410 Expired, re-LIST), under churn;
   target: the cache equals the server at the end, no event delivered twice;
 - restart: `vpa run` killed with SIGKILL 6 h into the default 24 h memory window and restarted from its
-  checkpoints (hourly loops); target: no CPU or memory target moved by more than 1%.
+  checkpoints (hourly loops); target: no CPU or memory target moved by more than 1%;
+- inplace: 300 updater loops over `InPlace` VPAs whose recommendations move between sizes that fit, that
+  the kubelet defers and that are infeasible, with replicas scaling; target: zero evictions.
 The short forms run in `make check` (pytest marker `faults`). Each line prints its numbers and PASS/MISS.
 """
 
@@ -26,6 +28,7 @@ from pathlib import Path
 import structlog
 
 from tests.integration.faults.hostile_admissions import hostile_admissions_scenario
+from tests.integration.faults.inplace import inplace_scenario
 from tests.integration.faults.restarts import kill_restart_scenario
 from tests.integration.faults.slow_clients import stalled_clients_scenario
 from tests.integration.faults.watch_churn import watch_churn_scenario
@@ -42,8 +45,11 @@ async def hostile(_tmp: Path) -> list[Row]:
         ("HTTP statuses", str(dict(sorted(r.statuses.items()))), set(r.statuses) <= {200, 400}),
         ("pods denied", str(r.pods_denied), r.pods_denied == 0),
         ("invalid patch values", str(len(r.invalid_values)), not r.invalid_values),
-        ("RSS growth (end / peak)", f"{r.rss_growth / MIB:.1f} / {r.rss_peak_growth / MIB:.1f} MiB",
-         r.rss_peak_growth < 64 * MIB),
+        (
+            "RSS growth (end / peak)",
+            f"{r.rss_growth / MIB:.1f} / {r.rss_peak_growth / MIB:.1f} MiB",
+            r.rss_peak_growth < 64 * MIB,
+        ),
         ("patch memo", f"{r.memo_bytes / MIB:.2f} MiB", True),
     ]
 
@@ -51,11 +57,17 @@ async def hostile(_tmp: Path) -> list[Row]:
 async def slow(tmp: Path) -> list[Row]:
     r = await stalled_clients_scenario(tmp, stalled=300, limits=ConnectionLimits(), give_up_s=30.0)
     return [
-        ("stalled connections closed", f"{r.stalled_closed_by_server}/{r.stalled_opened}",
-         r.stalled_closed_by_server == r.stalled_opened),
+        (
+            "stalled connections closed",
+            f"{r.stalled_closed_by_server}/{r.stalled_opened}",
+            r.stalled_closed_by_server == r.stalled_opened,
+        ),
         ("longest stall", f"{r.longest_stall_s:.1f} s", r.longest_stall_s < 15.0),
-        ("real reviews answered", f"{r.reviews_answered} (slowest {r.slowest_review_s * 1000:.0f} ms)",
-         r.reviews_answered > 0),
+        (
+            "real reviews answered",
+            f"{r.reviews_answered} (slowest {r.slowest_review_s * 1000:.0f} ms)",
+            r.reviews_answered > 0,
+        ),
         ("real reviews failed", str(len(r.review_failures)), not r.review_failures),
         ("drops by reason", str(r.drops), True),
     ]
@@ -64,7 +76,11 @@ async def slow(tmp: Path) -> list[Row]:
 async def watch(_tmp: Path) -> list[Row]:
     r = await watch_churn_scenario(rounds=300, gone_every=5)
     return [
-        ("watch drops / 410s / re-LISTs", f"{r.drops} / {r.gones} / {r.relists}", r.drops == 300 and r.gones >= 60),
+        (
+            "watch drops / 410s / re-LISTs",
+            f"{r.drops} / {r.gones} / {r.relists}",
+            r.drops == 300 and r.gones >= 60,
+        ),
         ("cache equals server", f"{r.cache_equals_server} ({r.objects} objects)", r.cache_equals_server),
         ("events delivered twice", str(r.duplicate_events), r.duplicate_events == 0),
     ]
@@ -83,8 +99,30 @@ async def restart(tmp: Path) -> list[Row]:
     return rows
 
 
+async def inplace(_tmp: Path) -> list[Row]:
+    r = await inplace_scenario(loops=300)
+    return [
+        ("updater loops", str(r.loops), r.loops == 300),
+        (
+            "evictions (server / reported)",
+            f"{r.evictions_seen_by_server} / {r.evictions_reported}",
+            r.evictions_seen_by_server == 0 and r.evictions_reported == 0,
+        ),
+        ("resize PATCHes", str(r.resizes_seen_by_server), r.resizes_seen_by_server > 0),
+        (
+            "PodResizePending reasons seen",
+            str(sorted(r.pending_reasons or ())),
+            r.pending_reasons == {"Infeasible", "Deferred"},
+        ),
+    ]
+
+
 SCENARIOS: dict[str, Callable[[Path], Awaitable[list[Row]]]] = {
-    "hostile": hostile, "slow": slow, "watch": watch, "restart": restart,
+    "hostile": hostile,
+    "slow": slow,
+    "watch": watch,
+    "restart": restart,
+    "inplace": inplace,
 }
 
 
@@ -92,7 +130,9 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.faults", description=__doc__.splitlines()[0])
     p.add_argument("--only", default=",".join(SCENARIOS), help="comma-separated: " + ", ".join(SCENARIOS))
     args = p.parse_args(argv)
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(40), cache_logger_on_first_use=True)
+    structlog.configure(
+        wrapper_class=structlog.make_filtering_bound_logger(40), cache_logger_on_first_use=True
+    )
     ok = True
     for name in args.only.split(","):
         started = time.monotonic()

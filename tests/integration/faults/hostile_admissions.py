@@ -29,8 +29,24 @@ from tests.unit.components.test_webhook import POD_REVIEW, _admitter, _vpa
 from vpa.components.webhook import PATCH_MEMO_BYTES, AdmissionServer
 from vpa.model.quantity import MAX_VALUE, Quantity
 
-HOSTILE_QUANTITIES = ("-1", "0", "1n", "1m", "1", "1e308", "-46116860184273879035", "9223372036854775807",
-                      "8Ei", "1e18", "1e-9", "-1e308", "250Mi", "1e19", "0.000000001", "9999999999999Ei")
+HOSTILE_QUANTITIES = (
+    "-1",
+    "0",
+    "1n",
+    "1m",
+    "1",
+    "1e308",
+    "-46116860184273879035",
+    "9223372036854775807",
+    "8Ei",
+    "1e18",
+    "1e-9",
+    "-1e308",
+    "250Mi",
+    "1e19",
+    "0.000000001",
+    "9999999999999Ei",
+)
 JUNK: tuple[Any, ...] = (None, True, 7, -1.5, "x", [], {}, [1, "a"], {"a": {"b": None}}, "1e308", 1e300)
 
 
@@ -79,20 +95,30 @@ def _absurd_review(rng: random.Random) -> dict[str, Any]:
     resources: dict[str, Any] = {}
     for kind in ("requests", "limits"):
         if rng.random() < 0.8:
-            resources[kind] = {r: rng.choice(HOSTILE_QUANTITIES) for r in ("cpu", "memory") if rng.random() < 0.8}
+            resources[kind] = {
+                r: rng.choice(HOSTILE_QUANTITIES) for r in ("cpu", "memory") if rng.random() < 0.8
+            }
     container["resources"] = resources
     if rng.random() < 0.3:  # one more field replaced by junk
         node: Any = review["request"]["object"]
-        path = rng.choice([("metadata", "labels"), ("metadata", "ownerReferences"), ("spec", "containers"),
-                           ("metadata",), ("spec",)])
+        path = rng.choice(
+            [
+                ("metadata", "labels"),
+                ("metadata", "ownerReferences"),
+                ("spec", "containers"),
+                ("metadata",),
+                ("spec",),
+            ]
+        )
         for key in path[:-1]:
             node = node[key]
         node[path[-1]] = rng.choice(JUNK)
     return review
 
 
-async def hostile_admissions_scenario(*, large_pods: int, pod_bytes: int, fuzzed: int, seed: int = 7,
-                                      concurrency: int = 8) -> HostileResult:
+async def hostile_admissions_scenario(
+    *, large_pods: int, pod_bytes: int, fuzzed: int, seed: int = 7, concurrency: int = 8
+) -> HostileResult:
     rng = random.Random(seed)
     admitter = _admitter(_vpa())
     server = TestServer(AdmissionServer(admitter).app, host="127.0.0.1")

@@ -27,14 +27,38 @@ from vpa.sim import SimCluster
 CHECKPOINTS = "verticalpodautoscalercheckpoints.autoscaling.k8s.io"
 # Memory that peaked in the first hours of the day (1000Mi at 02:00) and then fell; CPU steady or cyclic.
 WORKLOADS: dict[str, dict[str, Any]] = {
-    "early-peak": {"app": {"cpu": {"type": "constant", "value": "500m"},
-                           "memory": {"type": "daily", "base": "600Mi", "amplitude": "400Mi", "peak_hour": 2}}},
-    "steady": {"app": {"cpu": {"type": "constant", "value": "300m"},
-                       "memory": {"type": "constant", "value": "300Mi"}}},
-    "spiky": {"app": {"cpu": {"type": "spikes", "base": "200m", "height": "800m", "period_s": 7200,
-                              "duration_s": 3600, "offset_s": 0},
-                      "memory": {"type": "spikes", "base": "300Mi", "height": "500Mi", "period_s": 14400,
-                                 "duration_s": 3600, "offset_s": 0}}},
+    "early-peak": {
+        "app": {
+            "cpu": {"type": "constant", "value": "500m"},
+            "memory": {"type": "daily", "base": "600Mi", "amplitude": "400Mi", "peak_hour": 2},
+        }
+    },
+    "steady": {
+        "app": {
+            "cpu": {"type": "constant", "value": "300m"},
+            "memory": {"type": "constant", "value": "300Mi"},
+        }
+    },
+    "spiky": {
+        "app": {
+            "cpu": {
+                "type": "spikes",
+                "base": "200m",
+                "height": "800m",
+                "period_s": 7200,
+                "duration_s": 3600,
+                "offset_s": 0,
+            },
+            "memory": {
+                "type": "spikes",
+                "base": "300Mi",
+                "height": "500Mi",
+                "period_s": 14400,
+                "duration_s": 3600,
+                "offset_s": 0,
+            },
+        }
+    },
 }
 
 Targets = dict[tuple[str, str], tuple[int, int]]  # (vpa, container) → (millicores, bytes)
@@ -62,18 +86,25 @@ def _targets(cluster: SimCluster) -> Targets:
         for container in recommendation.get("containerRecommendations") or ():
             target = container["target"]
             out[(obj["metadata"]["name"], container["containerName"])] = (
-                Quantity.parse(target["cpu"]).millis, Quantity.parse(target["memory"]).value)
+                Quantity.parse(target["cpu"]).millis,
+                Quantity.parse(target["memory"]).value,
+            )
     return out
 
 
-async def _wait_for_checkpoints(cluster: SimCluster, names: list[str], proc: asyncio.subprocess.Process,
-                                timeout_s: float = 30.0) -> None:
+async def _wait_for_checkpoints(
+    cluster: SimCluster, names: list[str], proc: asyncio.subprocess.Process, timeout_s: float = 30.0
+) -> None:
     """Until every VPA's checkpoint was written at the cluster's current time."""
     stamp = format_time(cluster.clock.now())
     deadline = time.monotonic() + timeout_s
     while True:
-        written = {(cluster.store.get(CHECKPOINTS, "default", f"{name}-app") or {}).get("status", {})
-                   .get("lastUpdateTime") for name in names}
+        written = {
+            (cluster.store.get(CHECKPOINTS, "default", f"{name}-app") or {})
+            .get("status", {})
+            .get("lastUpdateTime")
+            for name in names
+        }
         if written == {stamp}:
             return
         if proc.returncode is not None:
@@ -83,11 +114,16 @@ async def _wait_for_checkpoints(cluster: SimCluster, names: list[str], proc: asy
         await asyncio.sleep(0.05)
 
 
+def _restores(log_path: Path) -> int:
+    """How many times a `vpa run` writing to `log_path` has restored its checkpoints."""
+    return log_path.read_bytes().count(b"recommender_restored_checkpoints") if log_path.exists() else 0
+
+
 async def _start(cluster: SimCluster, interval: str, log_path: Path) -> asyncio.subprocess.Process:
-    """Start `vpa run`; return once it has restored its checkpoints (its first loop comes an interval later)."""
+    """Start `vpa run`; return once it has restored its checkpoints (its first loop is an interval later)."""
     env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
-    restored = log_path.read_bytes().count(b"recommender_restored_checkpoints") if log_path.exists() else 0
-    with log_path.open("ab") as log:
+    restored = _restores(log_path)
+    with open(log_path, "ab") as log:  # noqa: ASYNC230 - opened once, handed to the child
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "vpa.cli", "run", f"--kubeconfig={cluster.kubeconfig_path}",
             "--address=127.0.0.1:0", "--clock=sim", "--components=recommender",
@@ -95,15 +131,16 @@ async def _start(cluster: SimCluster, interval: str, log_path: Path) -> asyncio.
             stdout=log, stderr=log, env=env,
         )  # fmt: skip
     deadline = time.monotonic() + 30
-    while log_path.read_bytes().count(b"recommender_restored_checkpoints") <= restored:
+    while _restores(log_path) <= restored:
         if proc.returncode is not None or time.monotonic() > deadline:
             raise AssertionError(f"vpa run did not start (exit {proc.returncode}); see {log_path.name}")
         await asyncio.sleep(0.05)
     return proc
 
 
-async def kill_restart_scenario(tmp: Path, *, hours: float, step_s: int = 1800,
-                                workloads: dict[str, dict[str, Any]] | None = None) -> RestartResult:
+async def kill_restart_scenario(
+    tmp: Path, *, hours: float, step_s: int = 1800, workloads: dict[str, dict[str, Any]] | None = None
+) -> RestartResult:
     workloads = workloads or WORKLOADS
     interval = f"{step_s}s"
     result = RestartResult()

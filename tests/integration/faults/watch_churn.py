@@ -39,8 +39,9 @@ class WatchChurnResult:
     cache_equals_server: bool = False
 
 
-async def watch_churn_scenario(*, rounds: int, gone_every: int = 5, names: int = 40,
-                               seed: int = 13) -> WatchChurnResult:
+async def watch_churn_scenario(
+    *, rounds: int, gone_every: int = 5, names: int = 40, seed: int = 13
+) -> WatchChurnResult:
     rng = random.Random(seed)
     result = WatchChurnResult()
     clock = VirtualClock(time_scale=20.0)  # back-offs of seconds take tens of milliseconds
