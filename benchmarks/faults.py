@@ -22,8 +22,9 @@ import asyncio
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
+from typing import Any
 
 import structlog
 
@@ -111,13 +112,13 @@ async def inplace(_tmp: Path) -> list[Row]:
         ("resize PATCHes", str(r.resizes_seen_by_server), r.resizes_seen_by_server > 0),
         (
             "PodResizePending reasons seen",
-            str(sorted(r.pending_reasons or ())),
+            str(sorted(r.pending_reasons)),
             r.pending_reasons == {"Infeasible", "Deferred"},
         ),
     ]
 
 
-SCENARIOS: dict[str, Callable[[Path], Awaitable[list[Row]]]] = {
+SCENARIOS: dict[str, Callable[[Path], Coroutine[Any, Any, list[Row]]]] = {
     "hostile": hostile,
     "slow": slow,
     "watch": watch,
@@ -137,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.only.split(","):
         started = time.monotonic()
         with tempfile.TemporaryDirectory(prefix="vpa-faults-") as tmp:
-            rows = asyncio.run(SCENARIOS[name](Path(tmp)))
+            rows: list[Row] = asyncio.run(SCENARIOS[name](Path(tmp)))
         passed = all(row[2] for row in rows)
         ok &= passed
         print(f"\nfaults/{name} ({'PASS' if passed else 'MISS'}, {time.monotonic() - started:.0f} s)")

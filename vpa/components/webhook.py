@@ -658,7 +658,7 @@ class AdmissionController:
             max_allowed_cpu_boost_millicores=self.settings.max_allowed_cpu_boost_millicores,
             namespaces=self.namespaces,
         )
-        self.limits = limits
+        self.connection_limits = limits
         self.drops = ConnectionDrops(ctx.registry)
         self.server = AdmissionServer(self.admitter, limits, self.drops)
         self.guard: ConnectionGuard | None = None
@@ -765,17 +765,22 @@ class AdmissionController:
         except TimeoutError:
             log.warning("LimitRanges not listed yet; serving without them until they are")
         runner = web.AppRunner(
-            self.server.app, access_log=None, shutdown_timeout=1.0, **self.limits.runner_kwargs()
+            self.server.app,
+            access_log=None,
+            shutdown_timeout=1.0,
+            **self.connection_limits.runner_kwargs(),
         )
         await runner.setup()
         self._runner = runner
         assert runner.server is not None
-        self.guard = ConnectionGuard(runner.server, self.limits, self.drops, "admission-controller")
+        self.guard = ConnectionGuard(
+            runner.server, self.connection_limits, self.drops, "admission-controller"
+        )
         site = GuardedSite(
             runner,
             self.host or None,
             self.requested_port,
-            limits=self.limits,
+            limits=self.connection_limits,
             ssl_context=self.tls.listening,
             backlog=1024,
         )

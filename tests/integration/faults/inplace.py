@@ -11,7 +11,7 @@ and resize PATCHes are counted where the API server receives them (two or more r
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tests.integration.components.test_updater_support import container, rec, updater_env, vpa
 
@@ -25,14 +25,14 @@ class InPlaceResult:
     evictions_seen_by_server: int = 0
     evictions_reported: int = 0
     resizes_seen_by_server: int = 0
-    pending_reasons: set[str] | None = None
+    pending_reasons: set[str] = field(default_factory=set)
 
 
 async def inplace_scenario(
     *, loops: int, apps: int = 3, seed: int = 5, mode: str = "InPlace"
 ) -> InPlaceResult:
     rng = random.Random(seed)
-    result = InPlaceResult(pending_reasons=set())
+    result = InPlaceResult()
     async with updater_env("1.35", cpu="4", gates="InPlace=true") as env:
         evictions = env.cluster.faults.inject("create", "pods", code=None, subresource="eviction")
         resizes = env.cluster.faults.inject("patch", "pods", code=None, subresource="resize")

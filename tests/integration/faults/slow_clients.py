@@ -131,7 +131,8 @@ async def stalled_clients_scenario(
         closed = [s for s in outcomes if s is not None]
         result.stalled_closed_by_server = len(closed)
         result.longest_stall_s = max(closed, default=0.0)
-        for sample in controller.drops.counter.collect()[0].samples:
-            if sample.name.endswith("_total") and sample.labels["server"] == "admission-controller":
-                result.drops[sample.labels["reason"]] = sample.value
+        for metric in controller.drops.counter.collect():
+            for sample in metric.samples:
+                if sample.name.endswith("_total") and sample.labels["server"] == "admission-controller":
+                    result.drops[sample.labels["reason"]] = sample.value
     return result
