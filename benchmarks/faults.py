@@ -10,6 +10,9 @@
   target: the cache equals the server at the end, no event delivered twice;
 - restart: `vpa run` killed with SIGKILL 6 h into the default 24 h memory window and restarted from its
   checkpoints (hourly loops); target: no CPU or memory target moved by more than 1%;
+- leaders: two updater replicas, the leader stopped (SIGSTOP until the other leads, then SIGCONT) and the
+  new one killed (SIGKILL), five times; target: every write but the Lease's comes from the replica whose
+  Lease write is the latest before it (the simulator's audit log, one bearer token per replica);
 - inplace: 300 updater loops over `InPlace` VPAs whose recommendations move between sizes that fit, that
   the kubelet defers and that are infeasible, with replicas scaling; target: zero evictions.
 The short forms run in `make check` (pytest marker `faults`). Each line prints its numbers and PASS/MISS.
@@ -30,6 +33,7 @@ import structlog
 
 from tests.integration.faults.hostile_admissions import hostile_admissions_scenario
 from tests.integration.faults.inplace import inplace_scenario
+from tests.integration.faults.leaders import leader_failover_scenario
 from tests.integration.faults.restarts import kill_restart_scenario
 from tests.integration.faults.slow_clients import stalled_clients_scenario
 from tests.integration.faults.watch_churn import watch_churn_scenario
@@ -115,6 +119,17 @@ async def inplace(_tmp: Path) -> list[Row]:
             str(sorted(r.pending_reasons)),
             r.pending_reasons == {"Infeasible", "Deferred"},
         ),
+    ]
+
+
+async def leaders(tmp: Path) -> list[Row]:
+    r = await leader_failover_scenario(tmp, rounds=5, busy_s=3.0)
+    return [
+        ("Lease holder changes", str(r.holder_changes), r.holder_changes == 10),
+        ("writers changes (audit log)", str(r.writer_changes), r.writer_changes <= r.holder_changes),
+        ("writes without the Lease", str(len(r.writes_without_lease)), not r.writes_without_lease),
+        ("writes by replica", str(dict(sorted(r.actor_writes.items()))), len(r.actor_writes) == 2),
+        ("failover (stop, kill alternating)", ", ".join(f"{s:.1f}" for s in r.failover_s) + " s", True),
     ]
 
 
