@@ -126,7 +126,7 @@ async def leaders(tmp: Path) -> list[Row]:
     r = await leader_failover_scenario(tmp, rounds=5, busy_s=3.0)
     return [
         ("Lease holder changes", str(r.holder_changes), r.holder_changes == 10),
-        ("writers changes (audit log)", str(r.writer_changes), r.writer_changes <= r.holder_changes),
+        ("actor changes (audit log)", str(r.writer_changes), r.writer_changes <= r.holder_changes),
         ("writes without the Lease", str(len(r.writes_without_lease)), not r.writes_without_lease),
         ("writes by replica", str(dict(sorted(r.actor_writes.items()))), len(r.actor_writes) == 2),
         ("failover (stop, kill alternating)", ", ".join(f"{s:.1f}" for s in r.failover_s) + " s", True),
@@ -139,6 +139,7 @@ SCENARIOS: dict[str, Callable[[Path], Coroutine[Any, Any, list[Row]]]] = {
     "watch": watch,
     "restart": restart,
     "inplace": inplace,
+    "leaders": leaders,
 }
 
 
