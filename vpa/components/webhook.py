@@ -10,8 +10,9 @@ Owns:
   a Secret), the aiohttp server on `--port`, self-registration of `vpa-webhook-config`, the status Lease,
   readiness, and a clean stop on cancellation. `run(ctx)` is what the runtime starts.
 
-Slow or stalled clients (`vpa.components.connections`): the TLS handshake and the headers must arrive
-within 10 s, the body within 10 s more, at most 1,024 connections at once; others are closed and counted.
+Slow or stalled clients (`vpa.components.connections`): the TLS handshake must finish within 10 s, the
+first request's headers within 10 s more and a body within 10 s of its headers; at most 1,024 connections
+at once; others are closed and counted.
 
 Never the reason a pod cannot start: any exception while admitting a pod answers `allowed: true` with no
 patch (logged, counted as `status="error"`); a review that cannot be read answers 400, a body over 5 MiB
