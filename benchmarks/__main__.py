@@ -24,6 +24,7 @@ BENCHMARKS: dict[str, str] = {
     "updater_inplace_e2e": "benchmarks.updater_inplace_e2e",
     "recommendation_metrics": "benchmarks.recommendation_metrics",
     "control_plane": "benchmarks.control_plane",
+    "faults": "benchmarks.faults",
 }
 
 

@@ -35,6 +35,13 @@ from prometheus_client.metrics_core import HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
+from vpa.components.connections import (
+    DEFAULT_LIMITS,
+    ConnectionDrops,
+    ConnectionGuard,
+    ConnectionLimits,
+    GuardedSite,
+)
 from vpa.model import settings
 from vpa.model.clock import Clock
 
@@ -307,20 +314,27 @@ class HealthServer:
     """Runs `build_app` on an address until `stop()`; `port` tells the bound port (useful with port 0)."""
 
     def __init__(
-        self, state: HealthState, registry: CollectorRegistry, *, address: str, profiling: bool = False
+        self, state: HealthState, registry: CollectorRegistry, *, address: str, profiling: bool = False,
+        limits: ConnectionLimits = DEFAULT_LIMITS,
     ) -> None:
         self._host, self._port = parse_address(address)
+        self._limits = limits
+        self._drops = ConnectionDrops(registry)
         self._runner = web.AppRunner(
             build_app(state, registry, profiling=profiling),
             access_log=None,
             handle_signals=False,
             shutdown_timeout=1.0,
+            **limits.runner_kwargs(),
         )
         self.port = self._port
+        self.guard: ConnectionGuard | None = None
 
     async def start(self) -> None:
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self._host, self._port)
+        assert self._runner.server is not None
+        self.guard = ConnectionGuard(self._runner.server, self._limits, self._drops, "health")
+        site = GuardedSite(self._runner, self._host, self._port, limits=self._limits)
         await site.start()
         addresses = self._runner.addresses
         if addresses:

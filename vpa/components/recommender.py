@@ -50,7 +50,15 @@ from vpa.kube.metricsreading import MetricsRead, PodMetricsReader
 from vpa.kube.statuswriting import CheckpointStore, VpaStatusWriter
 from vpa.kube.targets import Resolution, TargetResolver
 from vpa.logic.aggregation import OomRejected
-from vpa.logic.checkpointing import CheckpointError, checkpoint_name, checkpoint_status
+from vpa.logic.checkpointing import (
+    IN_PROGRESS_PEAKS_ANNOTATION,
+    CheckpointError,
+    InProgressPeak,
+    checkpoint_name,
+    checkpoint_status,
+    format_in_progress_peaks,
+    parse_in_progress_peaks,
+)
 from vpa.logic.evictions import ooms_from_eviction_event
 from vpa.logic.recommender_cluster import (
     ContainerId,
@@ -147,7 +155,7 @@ class CheckpointSink(Protocol):
     async def list(self) -> list[JsonObj]: ...
 
     async def write(self, namespace: str, name: str, vpa_name: str, container_name: str,
-                    status: Mapping[str, Any]) -> None: ...
+                    status: Mapping[str, Any], annotations: Mapping[str, str] | None = None) -> None: ...
 
     async def delete(self, namespace: str, name: str) -> None: ...
 
@@ -663,7 +671,8 @@ class Recommender:
             try:
                 if not isinstance(vpa_name, str) or not isinstance(container, str) or not container:
                     raise CheckpointError("spec.vpaObjectName and spec.containerName must be strings")
-                cluster.load_checkpoint(namespace, vpa_name, container, item.get("status"), now)
+                cluster.load_checkpoint(namespace, vpa_name, container, item.get("status"), now,
+                                        self._restored_peaks(namespace, name, metadata))
             except (CheckpointError, KeyError) as err:
                 report.skipped += 1
                 report.errors.append(f"{namespace}/{name}: {err}")
@@ -674,6 +683,20 @@ class Recommender:
             report.loaded += 1
         log.info("recommender_restored_checkpoints", loaded=report.loaded, skipped=report.skipped)
         return report
+
+    def _restored_peaks(self, namespace: str, name: str, metadata: Mapping[str, Any]) -> list[InProgressPeak]:
+        """The in-progress memory peaks kept in a checkpoint's annotation (none in upstream's checkpoints);
+        a malformed annotation costs only the peaks, not the checkpoint."""
+        annotations = metadata.get("annotations")
+        if not isinstance(annotations, Mapping):
+            return []
+        try:
+            return parse_in_progress_peaks(annotations.get(IN_PROGRESS_PEAKS_ANNOTATION))
+        except CheckpointError as err:
+            self.metrics.skipped.labels(what="malformed_checkpoint_peaks").inc()
+            log.warning("recommender_checkpoint_peaks_skipped", checkpoint=f"{namespace}/{name}",
+                        error=str(err))
+            return []
 
     async def run_once(self) -> LoopReport:
         """One loop. Each step's failure is logged and the loop goes on; nothing here raises for API
@@ -920,16 +943,17 @@ class Recommender:
             if pacer.due():
                 await pacer.pause()
         order = heapq.merge(*runs)
-        Job = tuple[tuple[str, str], list[tuple[str, dict[str, object]]]]
+        Job = tuple[tuple[str, str], list[tuple[str, dict[str, object], dict[str, str]]]]
 
         async def produce(put: Callable[[Job], Awaitable[None]]) -> None:
             for produced, (_, key) in enumerate(order):
                 if produced >= workers and self._clock.monotonic() >= deadline:
                     return
                 try:
-                    states = cluster.checkpoint_states(*key, now)
-                    payload = [(container, checkpoint_status(state, now))
-                               for container, state in sorted(states.items())]
+                    contents = cluster.checkpoint_contents(*key, now)
+                    payload = [(container, checkpoint_status(state, now),
+                                {IN_PROGRESS_PEAKS_ANNOTATION: format_in_progress_peaks(peaks)})
+                               for container, (state, peaks) in sorted(contents.items())]
                 except Exception:
                     log.exception("recommender_checkpoint_failed", vpa=f"{key[0]}/{key[1]}")
                     continue
@@ -940,9 +964,9 @@ class Recommender:
         async def write(job: Job) -> None:
             key, payload = job
             try:
-                for container, status in payload:
+                for container, status, annotations in payload:
                     await self._checkpoints.write(key[0], checkpoint_name(key[1], container), key[1],
-                                                  container, status)
+                                                  container, status, annotations)
                     report.checkpoints_written += 1
                 cluster.mark_checkpoint_written(*key, now)
             except Exception as err:
@@ -1161,8 +1185,8 @@ class _SharedReads:
         return self._items
 
     async def write(self, namespace: str, name: str, vpa_name: str, container_name: str,
-                    status: Mapping[str, Any]) -> None:
-        await self._checkpoints.write(namespace, name, vpa_name, container_name, status)
+                    status: Mapping[str, Any], annotations: Mapping[str, str] | None = None) -> None:
+        await self._checkpoints.write(namespace, name, vpa_name, container_name, status, annotations)
 
     async def delete(self, namespace: str, name: str) -> None:
         await self._checkpoints.delete(namespace, name)

@@ -10,6 +10,10 @@ Owns:
   a Secret), the aiohttp server on `--port`, self-registration of `vpa-webhook-config`, the status Lease,
   readiness, and a clean stop on cancellation. `run(ctx)` is what the runtime starts.
 
+Slow or stalled clients (`vpa.components.connections`): the TLS handshake must finish within 10 s, the
+first request's headers within 10 s more and a body within 10 s of its headers; at most 1,024 connections
+at once; others are closed and counted.
+
 Never the reason a pod cannot start: any exception while admitting a pod answers `allowed: true` with no
 patch (logged, counted as `status="error"`); a review that cannot be read answers 400, a body over 5 MiB
 413 and a non-JSON content type 415 (the API server then applies the failure policy, `Ignore` by default).
@@ -37,6 +41,7 @@ import asyncio
 import base64
 import contextlib
 import dataclasses
+import hashlib
 import time
 from collections import Counter as Tally
 from collections import OrderedDict
@@ -49,8 +54,17 @@ import structlog
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from vpa.components.connections import (
+    DEFAULT_LIMITS,
+    ConnectionDrops,
+    ConnectionGuard,
+    ConnectionLimits,
+    GuardedSite,
+    read_body,
+)
 from vpa.components.context import ComponentContext
 from vpa.components.health import LoopHistogram
+from vpa.components.sampled_log import SampledLog
 from vpa.components.webhook_targets import AdmissionTargets
 from vpa.kube import certificates as certs
 from vpa.kube import webhookregistering as registering
@@ -73,7 +87,12 @@ from vpa.model.vpa import TargetRef, VpaView
 log = structlog.get_logger(__name__)
 
 MAX_BODY_BYTES: Final = 5 * 1024 * 1024
+# The patch memo: entries are keyed on a 16-byte digest of the containers (never the containers themselves)
+# and bounded in bytes; a patch larger than PATCH_MEMO_ENTRY_BYTES (absurdly long names) is not kept.
 PATCH_MEMO_SIZE: Final = 4096
+PATCH_MEMO_BYTES: Final = 8 * 1024 * 1024
+PATCH_MEMO_ENTRY_BYTES: Final = 64 * 1024
+_MEMO_ENTRY_OVERHEAD: Final = 512  # key tuple, digest, OrderedDict node: an entry's cost besides its patch
 VPA_GROUP: Final = "autoscaling.k8s.io"
 VPA_RESOURCE: Final = "verticalpodautoscalers"
 REVIEW_V1: Final = "admission.k8s.io/v1"
@@ -127,6 +146,13 @@ class AdmissionMetrics:
             ("step",),
             LATENCY_BUCKETS,
             registry=registry,
+        )
+        # Reviews any client can send (unhandled resources, pods that do not convert, our own failures):
+        # counted by reason, logged at most once per reason every 10 s.
+        self.notices = SampledLog(
+            registry,
+            "vpa_admission_controller_review_problems_total",
+            "Admission reviews that were answered without a decision, by reason (logged sampled).",
         )
         self._latency = {
             (s, r): self.latency.labels(s, r)
@@ -256,8 +282,10 @@ class Admitter:
             gates=gates, max_allowed_cpu_boost_millicores=max_allowed_cpu_boost_millicores
         )
         self.metrics = metrics
+        self.notices = metrics.notices
         self._namespaces = namespaces
-        self._memo: OrderedDict[tuple[object, ...], list[dict[str, Any]]] = OrderedDict()
+        self._memo: OrderedDict[tuple[object, ...], tuple[list[dict[str, Any]], int]] = OrderedDict()
+        self.memo_bytes = 0  # what the memo's entries cost, by PATCH_MEMO_BYTES' measure
 
     # ---- reading
 
@@ -297,8 +325,9 @@ class Admitter:
                 try:
                     return await self._admit_pod(request)
                 except Exception as exc:  # never block a pod on our own bug
-                    log.error(
-                        "pod admission failed; allowing without changes", error=repr(exc), exc_info=True
+                    self.notices.event(
+                        "admission_error", "pod admission failed; allowing without changes",
+                        level="error", error=repr(exc), exc_info=True,
                     )
                     verdict.outcome = "error"
             return verdict
@@ -307,8 +336,9 @@ class Admitter:
             if operation in ("CREATE", "UPDATE"):
                 return self._admit_vpa(request, operation == "CREATE")
             return verdict
-        log.error(
-            "admission review for a resource this webhook does not handle", group=group, resource=plural
+        self.notices.event(
+            "unhandled_resource", "admission review for a resource this webhook does not handle",
+            level="error", group=group, resource=plural,
         )
         return Verdict()
 
@@ -329,7 +359,10 @@ class Admitter:
         try:
             identity = pod_identity(raw, namespace)
         except ConversionError as err:
-            log.warning("pod does not convert; admitting it unchanged", namespace=namespace, error=str(err))
+            self.notices.event(
+                "pod_not_converting", "pod does not convert; admitting it unchanged", namespace=namespace,
+                error=str(err),
+            )
             verdict.outcome = "error"
             return verdict
         pod_name = identity.name or f"{identity.generate_name}%"
@@ -367,7 +400,9 @@ class Admitter:
 
         The patch depends only on the containers' spec (and status, absent at creation), whether the pod
         has annotations, the VPA (uid + resourceVersion) and the namespace's merged LimitRanges; the key
-        holds exactly these. None when the pod does not convert.
+        holds exactly these, the containers as a BLAKE2b digest of their JSON, so that what the memo
+        keeps does not grow with the pods' size: at most PATCH_MEMO_SIZE entries and PATCH_MEMO_BYTES
+        (patch JSON plus a fixed overhead each). None when the pod does not convert.
         """
         limits = self._limits(namespace)
         key: tuple[object, ...] | None = None
@@ -383,7 +418,7 @@ class Admitter:
                     vpa.key,
                     limits,
                     has_annotations,
-                    orjson.dumps(containers),
+                    hashlib.blake2b(orjson.dumps(containers), digest_size=16).digest(),
                 )
             except TypeError:
                 key = None
@@ -391,20 +426,34 @@ class Admitter:
                 cached = self._memo.get(key)
                 if cached is not None:
                     self._memo.move_to_end(key)
-                    return cached
+                    return cached[0]
         try:
             pod = pod_from_dict(raw)
         except ConversionError as err:
-            log.warning("pod does not convert; admitting it unchanged", namespace=namespace, error=str(err))
+            self.notices.event(
+                "pod_not_converting", "pod does not convert; admitting it unchanged", namespace=namespace,
+                error=str(err),
+            )
             return None
         if pod.namespace != namespace:
             pod = dataclasses.replace(pod, namespace=namespace)
         ops = pod_patch(pod, pod_shape(raw), vpa, limits, self._options)
         if key is not None:
-            self._memo[key] = ops
-            if len(self._memo) > PATCH_MEMO_SIZE:
-                self._memo.popitem(last=False)
+            self._remember(key, ops)
         return ops
+
+    def _remember(self, key: tuple[object, ...], ops: list[dict[str, Any]]) -> None:
+        size = len(orjson.dumps(ops)) + _MEMO_ENTRY_OVERHEAD
+        if size > PATCH_MEMO_ENTRY_BYTES:
+            return
+        previous = self._memo.pop(key, None)
+        if previous is not None:
+            self.memo_bytes -= previous[1]
+        self._memo[key] = (ops, size)
+        self.memo_bytes += size
+        while len(self._memo) > PATCH_MEMO_SIZE or self.memo_bytes > PATCH_MEMO_BYTES:
+            _, (_, evicted) = self._memo.popitem(last=False)
+            self.memo_bytes -= evicted
 
     def _admit_vpa(self, request: Mapping[str, Any], create: bool) -> Verdict:
         obj = request.get("object")
@@ -450,10 +499,17 @@ class Admitter:
 class AdmissionServer:
     """The aiohttp application around an `Admitter`: any path, POST, JSON only, 5 MiB at most."""
 
-    def __init__(self, admitter: Admitter) -> None:
+    def __init__(
+        self,
+        admitter: Admitter,
+        limits: ConnectionLimits = DEFAULT_LIMITS,
+        drops: ConnectionDrops | None = None,
+    ) -> None:
         self.admitter = admitter
         self.requests = 0
         """Requests received on any path, well-formed or not: proof that the API server reaches us."""
+        self.limits = limits
+        self.drops = drops if drops is not None else ConnectionDrops(CollectorRegistry())
         self.app = web.Application(client_max_size=MAX_BODY_BYTES)
         self.app.router.add_route("*", "/", self.handle)  # the path the API server calls: matched first
         self.app.router.add_route("*", "/{tail:.*}", self.handle)
@@ -469,9 +525,11 @@ class AdmissionServer:
         if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
             return web.Response(status=413, text="request payload too large\n")
         try:
-            body = await request.read()
+            body = await read_body(request, self.limits, self.drops, "admission-controller")
         except web.HTTPRequestEntityTooLarge:
             return web.Response(status=413, text="request payload too large\n")
+        if body is None:  # the body did not arrive in time: the connection is gone
+            return web.Response(status=408, text="request body timed out\n")
         read_done = time.perf_counter()
         metrics.step["read_request"].observe(read_done - started)
         try:
@@ -603,6 +661,7 @@ class AdmissionController:
         limitrange_sync_timeout_s: float = 10.0,
         silence_check_s: float = 60.0,
         self_managed_policy: certs.SelfManagedPolicy | None = None,
+        limits: ConnectionLimits = DEFAULT_LIMITS,
     ) -> None:
         self.ctx = ctx
         self.settings = ctx.settings.admission
@@ -654,7 +713,10 @@ class AdmissionController:
             max_allowed_cpu_boost_millicores=self.settings.max_allowed_cpu_boost_millicores,
             namespaces=self.namespaces,
         )
-        self.server = AdmissionServer(self.admitter)
+        self.connection_limits = limits
+        self.drops = ConnectionDrops(ctx.registry)
+        self.server = AdmissionServer(self.admitter, limits, self.drops)
+        self.guard: ConnectionGuard | None = None
         self.tls: certs.RotatingServerContext | None = None
         self.ca_bundle = b""
         self.registered_ca = b""
@@ -761,11 +823,25 @@ class AdmissionController:
             await asyncio.wait_for(self.limit_cache.wait_synced(), self.limitrange_sync_timeout_s)
         except TimeoutError:
             log.warning("LimitRanges not listed yet; serving without them until they are")
-        runner = web.AppRunner(self.server.app, access_log=None, shutdown_timeout=1.0)
+        runner = web.AppRunner(
+            self.server.app,
+            access_log=None,
+            shutdown_timeout=1.0,
+            **self.connection_limits.runner_kwargs(),
+        )
         await runner.setup()
         self._runner = runner
-        site = web.TCPSite(
-            runner, self.host or None, self.requested_port, ssl_context=self.tls.listening, backlog=1024
+        assert runner.server is not None
+        self.guard = ConnectionGuard(
+            runner.server, self.connection_limits, self.drops, "admission-controller"
+        )
+        site = GuardedSite(
+            runner,
+            self.host or None,
+            self.requested_port,
+            limits=self.connection_limits,
+            ssl_context=self.tls.listening,
+            backlog=1024,
         )
         try:
             await site.start()

@@ -2,7 +2,8 @@
 
 Owns:
 - `server_context` (an `ssl.SSLContext` from PEM bytes with `--min-tls-version` and `--tls-ciphers`, Go
-  cipher-suite names translated to OpenSSL names; TLS 1.3 suites are not configurable, as in Go);
+  cipher-suite names translated to OpenSSL names; TLS 1.3 suites are not configurable, as in Go; without
+  TLS 1.2 names, `DEFAULT_TLS12_CIPHERS`: ECDHE with AES-GCM or ChaCha20-Poly1305, never a CBC suite);
 - `RotatingServerContext`: the context a listening socket is created with. Its SNI callback (called by
   OpenSSL for every ClientHello, with or without SNI) points each new connection at the *current*
   context, so swapping in a new certificate needs no restart and leaves open connections alone;
@@ -75,6 +76,18 @@ GO_TO_OPENSSL_CIPHERS: Final[Mapping[str, str | None]] = {
     "TLS_CHACHA20_POLY1305_SHA256": None,
 }
 
+# With no `--tls-ciphers`, TLS 1.2 offers only ECDHE key exchange with AEAD ciphers: the AES-GCM and
+# ChaCha20-Poly1305 part of Go crypto/tls's default list (OpenSSL's own default would add CBC suites such as
+# ECDHE-ECDSA-AES128-SHA256, which Go never offers by default).
+DEFAULT_TLS12_CIPHERS: Final = (
+    "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+    "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+    "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
+    "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
+    "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256",
+    "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
+)
+
 SECRET_NAME: Final = "vpa-webhook-certs"
 SECRET_KEYS: Final = ("caCert.pem", "caKey.pem", "serverCert.pem", "serverKey.pem")
 DAY_S: Final = 86_400.0
@@ -111,7 +124,7 @@ def _base_context(min_tls_version: str, ciphers: Iterable[str]) -> ssl.SSLContex
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.minimum_version = _tls_version(min_tls_version)
     ctx.options |= ssl.OP_NO_COMPRESSION
-    cipher_list = openssl_cipher_list(ciphers)
+    cipher_list = openssl_cipher_list(ciphers) or openssl_cipher_list(DEFAULT_TLS12_CIPHERS)
     if cipher_list is not None:
         try:
             ctx.set_ciphers(cipher_list)

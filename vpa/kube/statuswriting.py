@@ -37,6 +37,11 @@ class VpaStatusWriter:
         )
 
 
+def _pointer(segment: str) -> str:
+    """One JSON-pointer reference token (RFC 6901)."""
+    return segment.replace("~", "~0").replace("/", "~1")
+
+
 class CheckpointStore:
     """VerticalPodAutoscalerCheckpoint objects: list, create-or-update, delete."""
 
@@ -60,22 +65,37 @@ class CheckpointStore:
                 return out
 
     async def write(self, namespace: str, name: str, vpa_name: str, container_name: str,
-                    status: Mapping[str, Any]) -> None:
+                    status: Mapping[str, Any], annotations: Mapping[str, str] | None = None) -> None:
         """Replace the checkpoint's status (a JSON patch, so stale histogram buckets do not survive the
-        way they would under a merge patch); create the object on 404."""
+        way they would under a merge patch) and set `annotations` (each key replaced; an object without
+        annotations, as upstream writes them, gets the map); create the object on 404."""
         path = api_path(VPA_GROUP, VPA_VERSION, CHECKPOINTS, namespace=namespace, name=name)
+        # `add` on an existing member replaces it, and also works on an object without a status.
+        ops: list[dict[str, Any]] = [{"op": "add", "path": "/status", "value": status}]
+        ops += [{"op": "add", "path": f"/metadata/annotations/{_pointer(key)}", "value": value}
+                for key, value in (annotations or {}).items()]
         try:
-            # `add` on an existing member replaces it, and also works on an object without a status.
-            await self._client.json_patch(path, [{"op": "add", "path": "/status", "value": status}],
-                                          idempotent=True)
+            try:
+                await self._client.json_patch(path, ops, idempotent=True)
+            except ApiError as err:
+                if not annotations or err.status not in (400, 422, 500):
+                    raise
+                # No annotations map yet (a checkpoint upstream wrote, or an older one of ours).
+                await self._client.json_patch(
+                    path,
+                    [ops[0], {"op": "add", "path": "/metadata/annotations", "value": dict(annotations)}],
+                    idempotent=True)
             return
         except ApiError as err:
             if not err.is_not_found:
                 raise
+        metadata: dict[str, Any] = {"name": name, "namespace": namespace}
+        if annotations:
+            metadata["annotations"] = dict(annotations)
         body = {
             "apiVersion": f"{VPA_GROUP}/{VPA_VERSION}",
             "kind": "VerticalPodAutoscalerCheckpoint",
-            "metadata": {"name": name, "namespace": namespace},
+            "metadata": metadata,
             "spec": {"vpaObjectName": vpa_name, "containerName": container_name},
             "status": dict(status),
         }

@@ -7,14 +7,22 @@ times, zero times as null), `aggregate_from_checkpoint_status` (the reverse, val
 checkpoint object name, and `CheckpointError`: a malformed or foreign-version checkpoint is reported
 with a message the caller can log while skipping it — never a crash.
 
+Beyond upstream: the in-progress memory peaks (`InProgressPeak`: one per live pod container, the peak of the
+aggregation interval that has not ended yet, which the histogram does not hold) go into the checkpoint's
+annotation `IN_PROGRESS_PEAKS_ANNOTATION` (`format_in_progress_peaks` / `parse_in_progress_peaks`). The
+status keeps upstream's exact shape (the CRD's schema would prune an extra status field anyway) and
+upstream's reader ignores annotations; a checkpoint without the annotation restores as upstream's does.
+
 Must not: talk to the API (the kube layer writes and lists the objects), read the clock, or log.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Final
 
 from vpa.logic.aggregation import AggregateContainerState, AggregationConfig
@@ -22,6 +30,11 @@ from vpa.logic.histogram import DecayingHistogram, HistogramCheckpoint, Histogra
 
 SUPPORTED_CHECKPOINT_VERSION: Final = "v3"
 _UINT32_MAX: Final = 0xFFFFFFFF
+IN_PROGRESS_PEAKS_ANNOTATION: Final = "vpa.dev/in-progress-memory-peaks"
+# At most this many peaks per checkpoint (the largest kept): ~50 bytes each, well under the 256 KiB that all
+# of an object's annotations may take together.
+MAX_IN_PROGRESS_PEAKS: Final = 2000
+_PEAKS_FORMAT_VERSION: Final = 1
 
 
 class CheckpointError(ValueError):
@@ -161,3 +174,63 @@ def aggregate_from_checkpoint_status(status: object, config: AggregationConfig,
     _load_histogram(state.memory, memory, "memoryHistogram")
     _load_histogram(state.cpu, cpu, "cpuHistogram")
     return state
+
+
+# --- in-progress memory peaks (beyond upstream) ---------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class InProgressPeak:
+    """The current interval's memory peak of one pod's container: stamped at `window_end` (unix seconds),
+    `peak_bytes` from usage samples and `oom_peak_bytes` from an OOM bump (the larger one is in the
+    histogram while the interval lasts)."""
+
+    pod: str
+    window_end: float
+    peak_bytes: int
+    oom_peak_bytes: int = 0
+
+    @property
+    def max_bytes(self) -> int:
+        return max(self.peak_bytes, self.oom_peak_bytes)
+
+
+def format_in_progress_peaks(peaks: Iterable[InProgressPeak]) -> str:
+    """The annotation value: `{"v":1,"peaks":[[pod, windowEnd, peak, oomPeak], …]}`, sorted by pod, the
+    largest `MAX_IN_PROGRESS_PEAKS` kept."""
+    kept = sorted(peaks, key=lambda p: (-p.max_bytes, p.pod))[:MAX_IN_PROGRESS_PEAKS]
+    rows = [[p.pod, p.window_end, p.peak_bytes, p.oom_peak_bytes] for p in sorted(kept, key=lambda p: p.pod)]
+    return json.dumps({"v": _PEAKS_FORMAT_VERSION, "peaks": rows}, separators=(",", ":"))
+
+
+def _is_peak_row(row: object) -> bool:
+    return (
+        isinstance(row, list) and len(row) == 4 and isinstance(row[0], str) and _is_number(row[1])
+        and math.isfinite(row[1])
+        and all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**63 for v in row[2:])
+    )
+
+
+def parse_in_progress_peaks(text: object) -> list[InProgressPeak]:
+    """The peaks in an annotation value (None: none); raises CheckpointError naming the problem."""
+    field = f"metadata.annotations[{IN_PROGRESS_PEAKS_ANNOTATION}]"
+    if text is None:
+        return []
+    if not isinstance(text, str):
+        raise CheckpointError(f"{field}: expected a string")
+    try:
+        value = json.loads(text)
+    except ValueError:
+        raise CheckpointError(f"{field}: not JSON") from None
+    if not isinstance(value, dict) or value.get("v") != _PEAKS_FORMAT_VERSION:
+        raise CheckpointError(f'{field}: expected an object with "v": {_PEAKS_FORMAT_VERSION}')
+    rows = value.get("peaks")
+    if not isinstance(rows, list) or len(rows) > MAX_IN_PROGRESS_PEAKS:
+        raise CheckpointError(f"{field}.peaks: expected a list of at most {MAX_IN_PROGRESS_PEAKS} rows")
+    peaks: list[InProgressPeak] = []
+    for index, row in enumerate(rows):
+        if not _is_peak_row(row):
+            raise CheckpointError(
+                f"{field}.peaks[{index}]: expected [pod, windowEnd seconds, peak bytes, OOM peak bytes]")
+        peaks.append(InProgressPeak(row[0], float(row[1]), row[2], row[3]))
+    return peaks

@@ -16,6 +16,8 @@ trimmed `PodView` cannot tell `{}` from absent or see resources other than cpu/m
 4. `add /metadata/annotations/vpaObservedContainers` = all `spec.containers` names joined by ", ".
 
 With gate `CPUStartupBoost` on, containers whose policy mode is `Off` are skipped entirely (as upstream).
+A container whose own values lead to an invalid quantity (negative, past 2**63-1, a limit below the
+request) gets no patch at all (`writable`): never a value the API server would reject.
 In mode `Off` only the boost is applied. Path segments are JSON-pointer escaped (`/` → `~1`, `~` → `~0`),
 so `vpaCpuStartupBoost/app` is addressed as `vpaCpuStartupBoost~1app` (upstream leaves it unescaped).
 
@@ -175,6 +177,22 @@ def boost_container(
 # --- the patch ----------------------------------------------------------------------------------------
 
 
+def writable(resources: ContainerResources) -> bool:
+    """Whether every value is a valid pod quantity (0 ≤ amount ≤ 2**63-1) and no limit is below the request
+    set beside it. Only a pod's own absurd values (negative, `1e308`, a `1n` limit under a large request)
+    lead to anything else; such a container is left as the pod wrote it."""
+    for resource in RESOURCE_NAMES:
+        request, limit = resources.requests.get(resource), resources.limits.get(resource)
+        if request is not None and not quantity.in_pod_range(request):
+            return False
+        if limit is not None and not quantity.in_pod_range(limit):
+            return False
+        if request is not None and limit is not None and limit < request:
+            return False
+    return True
+
+
+
 def _container_patches(
     index: int, shape: ContainerShape, resources: ContainerResources, ops: list[Patch]
 ) -> str | None:
@@ -240,8 +258,12 @@ def pod_patch(
                 container, vpa, container_resources, options.max_allowed_cpu_boost_millicores
             )
             if boosted is not None:
+                if not writable(boosted[0]):
+                    continue
                 container_resources, original = boosted
                 ops.append(annotation_patch(ann.cpu_startup_boost_key(container.name), original))
+        if not writable(container_resources):
+            continue  # from the pod's own absurd values: leave the container as written
         container_shape = shape.containers[index] if index < len(shape.containers) else ContainerShape()
         entry = _container_patches(index, container_shape, container_resources, ops)
         if entry is not None:

@@ -22,7 +22,7 @@ from vpa.logic.aggregation import (
     AggregationConfig,
     ContainerState,
 )
-from vpa.logic.checkpointing import aggregate_from_checkpoint_status
+from vpa.logic.checkpointing import InProgressPeak, aggregate_from_checkpoint_status
 from vpa.model.resources import Resources
 from vpa.model.vpa import UpdateMode, VpaView
 
@@ -110,6 +110,9 @@ class _Vpa:
     terms: tuple[tuple[str, str], ...] | None
     aggregates: dict[AggregateStateKey, AggregateContainerState] = field(default_factory=dict)
     initial_states: dict[str, AggregateContainerState] = field(default_factory=dict)
+    # Restored in-progress memory peaks (in `initial_states`) no live container has taken over yet, by
+    # (container name, pod name).
+    pending_peaks: dict[tuple[str, str], InProgressPeak] = field(default_factory=dict)
     pod_count: int = 0
     checkpoint_written: float | None = None
 
@@ -179,6 +182,8 @@ class ClusterState:
         self._vpas_added = 0
         self._label_sets: dict[LabelSet, LabelSet] = {}
         self._last_gc: float | None = None
+        # (namespace, pod name, container name) → the VPA holding a restored in-progress peak for it.
+        self._pending_peaks: dict[tuple[str, str, str], _Vpa] = {}
 
     # --- read-only views -------------------------------------------------------------------------------
 
@@ -235,6 +240,8 @@ class ClusterState:
             self._find_or_create_aggregate(self._key(pod, container_id.container_name), now)
             container = ContainerState(_AggregateLookup(self, pod, container_id.container_name))
             pod.containers[container_id.container_name] = container
+            if self._pending_peaks:
+                self._adopt_peak(pod, container_id.container_name, container, now)
         container.request_cpu_millicores = request.cpu_millicores
         container.request_memory_bytes = request.memory_bytes
 
@@ -301,6 +308,8 @@ class ClusterState:
             return
         for aggregate in vpa.aggregates.values():
             aggregate.mark_not_autoscaled()
+        for container_name, pod_name in vpa.pending_peaks:
+            self._pending_peaks.pop((namespace, pod_name, container_name), None)
         namespace_vpas = self._vpas_by_namespace.get(namespace)
         if namespace_vpas is not None:
             namespace_vpas.remove(vpa)
@@ -313,12 +322,41 @@ class ClusterState:
         self._vpa(namespace, name).initial_states[container_name] = state
 
     def load_checkpoint(self, namespace: str, vpa_name: str, container_name: str, status: object,
-                        now: float) -> None:
-        """Restore a VerticalPodAutoscalerCheckpoint `status`. Raises CheckpointError (malformed) or
-        KeyError (no such VPA); the caller logs and skips."""
-        self._vpa(namespace, vpa_name)
+                        now: float, peaks: Collection[InProgressPeak] = ()) -> None:
+        """Restore a VerticalPodAutoscalerCheckpoint `status` and the in-progress memory peaks kept beside
+        it (beyond upstream). Raises CheckpointError (malformed) or KeyError (no such VPA); the caller
+        logs and skips.
+
+        Each peak goes back into the restored memory histogram at its window's end, as it was before the
+        checkpoint left it out; when the pod's container shows up again it takes the peak over (moved to
+        its aggregate) and continues that window, so a restart mid-window loses nothing."""
+        vpa = self._vpa(namespace, vpa_name)
         state = aggregate_from_checkpoint_status(status, self.config, now)
+        for key in [k for k in vpa.pending_peaks if k[0] == container_name]:
+            del vpa.pending_peaks[key]
+            self._pending_peaks.pop((namespace, key[1], container_name), None)
+        for peak in peaks:
+            if peak.max_bytes <= 0:
+                continue
+            state.add_memory_peak(peak.max_bytes, peak.window_end)
+            if peak.window_end > now:
+                vpa.pending_peaks[(container_name, peak.pod)] = peak
+                self._pending_peaks[(namespace, peak.pod, container_name)] = vpa
         self.set_initial_state(namespace, vpa_name, container_name, state)
+
+    def _adopt_peak(self, pod: _Pod, container_name: str, container: ContainerState, now: float) -> None:
+        vpa = self._pending_peaks.pop((pod.pod_id.namespace, pod.pod_id.name, container_name), None)
+        if vpa is None:
+            return
+        peak = vpa.pending_peaks.pop((container_name, pod.pod_id.name), None)
+        initial = vpa.initial_states.get(container_name)
+        if peak is None or initial is None:
+            return
+        initial.subtract_memory_peak(peak.max_bytes, peak.window_end)
+        container.aggregate(now).add_memory_peak(peak.max_bytes, peak.window_end)
+        container.window_end = peak.window_end
+        container.memory_peak = peak.peak_bytes
+        container.oom_peak = peak.oom_peak_bytes
 
     def mark_checkpoint_written(self, namespace: str, name: str, now: float) -> None:
         self._vpa(namespace, name).checkpoint_written = now
@@ -378,20 +416,40 @@ class ClusterState:
         """What to checkpoint for each container name of the VPA: the merged state minus the current
         (unfinished) memory peak of every live container feeding it, so that a restore followed by new
         samples does not count that interval twice."""
+        contents = self.checkpoint_contents(namespace, name, now)
+        return {container: state for container, (state, _) in contents.items()}
+
+    def checkpoint_contents(self, namespace: str, name: str, now: float,
+                            ) -> dict[str, tuple[AggregateContainerState, list[InProgressPeak]]]:
+        """`checkpoint_states`, each with the in-progress peaks it leaves out: those of live containers and
+        restored ones not taken over yet (whose window has not ended)."""
         vpa = self._vpa(namespace, name)
-        states = self.merged_states(namespace, name)
+        merged = self.merged_states(namespace, name)
+        contents: dict[str, tuple[AggregateContainerState, list[InProgressPeak]]] = {
+            container: (state, []) for container, state in merged.items()}
         for key in vpa.aggregates:
-            state = states.get(key.container_name)
-            if state is None:
+            entry = contents.get(key.container_name)
+            if entry is None:
                 continue
+            state, peaks = entry
             for pod in self._pods_by_labels.get((key.namespace, key.labels), {}).values():
                 container = pod.containers.get(key.container_name)
                 if container is None:
                     continue
                 window_end = container.window_end
-                if window_end is not None and now < window_end:
+                if window_end is not None and now < window_end and container.max_memory_peak > 0:
                     state.subtract_memory_peak(container.max_memory_peak, window_end)
-        return states
+                    peaks.append(InProgressPeak(pod.pod_id.name, window_end, container.memory_peak,
+                                                container.oom_peak))
+        for (container_name, pod_name), peak in list(vpa.pending_peaks.items()):
+            entry = contents.get(container_name)
+            if peak.window_end <= now or entry is None:
+                del vpa.pending_peaks[(container_name, pod_name)]  # its window is over: a complete peak now
+                self._pending_peaks.pop((namespace, pod_name, container_name), None)
+                continue
+            entry[0].subtract_memory_peak(peak.max_bytes, peak.window_end)
+            entry[1].append(peak)
+        return contents
 
     # --- garbage collection ----------------------------------------------------------------------------
 

@@ -2,7 +2,9 @@
 
 Owns: parsing a quantity string (`100m`, `1.5Gi`, `129e6`, `-1`), the rounding Kubernetes applies
 (up to nano precision, away from zero; capped at 2**63-1), conversion to exact integer millicores and
-bytes, and the canonical string form `kubectl` shows (`1536Mi`, `1500m`, `1e3`, `2k`).
+bytes, the canonical string form `kubectl` shows (`1536Mi`, `1500m`, `1e3`, `2k`) for every value a
+`Quantity` can hold (past the `E` suffix, more digits: `1000E`), and `in_pod_range` (whether an amount
+may be written into a pod's resources: not negative, at most 2**63-1).
 
 Must not: use floats for parsed values, or know anything about pods or VPAs. Pure stdlib.
 """
@@ -32,6 +34,7 @@ _DECIMAL_SUFFIXES: Final[dict[str, int]] = {
     "E": 18,
 }
 _DECIMAL_BY_EXPONENT: Final[dict[int, str]] = {v: k for k, v in _DECIMAL_SUFFIXES.items()}
+_MAX_DECIMAL_EXPONENT: Final = max(_DECIMAL_BY_EXPONENT)
 _BINARY_SUFFIXES: Final[dict[str, int]] = {
     "Ki": 1,
     "Mi": 2,
@@ -202,11 +205,19 @@ def _format_decimal(nanos: int, fmt: Format) -> str:
     if fmt == "DecimalExponent":
         suffix = "" if exponent == 0 else f"e{exponent}"
     else:
+        if exponent > _MAX_DECIMAL_EXPONENT:  # past `E`: more digits in front of the largest suffix
+            magnitude *= 10 ** (exponent - _MAX_DECIMAL_EXPONENT)
+            exponent = _MAX_DECIMAL_EXPONENT
         suffix = _DECIMAL_BY_EXPONENT[exponent]
     return f"{sign}{magnitude}{suffix}"
 
 
 # --- convenience helpers used all over the code base -----------------------------------------------
+
+
+def in_pod_range(amount: int) -> bool:
+    """Whether a millicore or byte count may go into a pod's resources: 0 ≤ amount ≤ 2**63-1."""
+    return 0 <= amount <= MAX_VALUE
 
 
 def parse_quantity(text: str) -> Quantity:

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import base64
 import copy
+import gc
 import io
+import os
+from collections import Counter
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -19,9 +22,18 @@ from aiohttp.test_utils import TestServer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
+from structlog.testing import capture_logs
 
 from tests.builders import make_pod, make_recommendation, make_vpa
-from vpa.components.webhook import MAX_BODY_BYTES, AdmissionMetrics, AdmissionServer, Admitter
+from vpa.components.sampled_log import SampledLog
+from vpa.components.webhook import (
+    MAX_BODY_BYTES,
+    PATCH_MEMO_BYTES,
+    PATCH_MEMO_SIZE,
+    AdmissionMetrics,
+    AdmissionServer,
+    Admitter,
+)
 from vpa.kube.converting import vpa_from_dict
 from vpa.logic.limitranges import NO_LIMITS, NamespaceLimits
 from vpa.model.features import FeatureGates
@@ -416,6 +428,77 @@ async def test_memoised_patch_follows_the_vpa_and_the_containers() -> None:
     verdict = await admitter.admit(_review(bare)["request"])
     assert verdict.patch is not None
     assert {"op": "add", "path": "/spec/containers/0/resources/requests", "value": {}} in verdict.patch
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+async def test_hostile_distinct_large_pods_keep_the_memo_and_rss_bounded() -> None:
+    # 400 pods with distinct 256 KiB containers (a long argument): keyed on the containers' JSON, the memo
+    # kept all of them (~100 MiB); keyed on their digest and bounded in bytes, it keeps a few KiB each.
+    admitter = _admitter(_vpa())
+    pod = _pod_being_created()
+    pod["spec"]["containers"][0]["args"] = ["x" * (256 * 1024)]
+    gc.collect()
+    before = _rss_bytes()
+    for index in range(400):
+        pod["spec"]["containers"][0]["args"][0] = f"{index:08d}" + "x" * (256 * 1024)
+        verdict = await admitter.admit(_review(pod)["request"])
+        assert verdict.outcome == "applied"
+    gc.collect()
+    grown = _rss_bytes() - before
+    assert admitter.memo_bytes <= PATCH_MEMO_BYTES
+    assert len(admitter._memo) == 400
+    assert grown < 40 * 1024 * 1024, f"RSS grew by {grown / 2**20:.0f} MiB"
+
+
+async def test_memo_is_bounded_in_bytes_and_skips_huge_patches() -> None:
+    admitter = _admitter(_vpa())
+    pod = _pod_being_created()
+    # A container name of 100 KiB (the webhook runs before validation): its patch is never memoised.
+    pod["spec"]["containers"][0]["name"] = "app"
+    long_names = _pod_being_created()
+    long_names["spec"]["containers"].append(
+        {"name": "n" * (100 * 1024), "image": "busybox", "resources": {}}
+    )
+    await admitter.admit(_review(long_names)["request"])
+    assert admitter.memo_bytes == 0
+    assert not admitter._memo
+    # Many small distinct patches: the total stays under the byte bound, the newest are kept.
+    for index in range(PATCH_MEMO_SIZE + 10):
+        pod["spec"]["containers"][0]["image"] = f"busybox:{index}"
+        await admitter.admit(_review(pod)["request"])
+    assert len(admitter._memo) <= PATCH_MEMO_SIZE
+    assert 0 < admitter.memo_bytes <= PATCH_MEMO_BYTES
+    assert admitter.memo_bytes == sum(size for _, size in admitter._memo.values())
+
+
+async def test_floods_of_unhandled_and_unconvertible_reviews_are_counted_and_logged_sampled() -> None:
+    admitter = _admitter(_vpa())
+    bad_pod = _pod_being_created()
+    bad_pod["metadata"]["labels"] = {"app": 7}  # does not convert
+    with capture_logs() as logs:
+        for _ in range(500):
+            await admitter.admit(_review({}, resource="secrets")["request"])
+            await admitter.admit(_review(bad_pod)["request"])
+    counter = admitter.metrics.notices.counter
+    assert counter.labels(reason="unhandled_resource")._value.get() == 500
+    assert counter.labels(reason="pod_not_converting")._value.get() == 500
+    events = Counter(entry["reason"] for entry in logs if "reason" in entry)
+    assert events == {"unhandled_resource": 1, "pod_not_converting": 1}
+
+
+def test_sampled_log_reports_what_it_suppressed() -> None:
+    now = [0.0]
+    sampled = SampledLog(CollectorRegistry(), "x_total", "x", interval_s=10.0, clock=lambda: now[0])
+    with capture_logs() as logs:
+        logged = [sampled.event("r", "m") for _ in range(5)]
+        now[0] = 10.0
+        logged.append(sampled.event("r", "m"))
+    assert logged == [True, False, False, False, False, True]
+    assert [entry["suppressed"] for entry in logs] == [0, 4]
 
 
 async def test_metrics_are_exposed_with_upstream_names() -> None:

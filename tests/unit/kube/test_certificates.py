@@ -40,6 +40,28 @@ def test_go_cipher_names_map_to_openssl_and_tls13_names_are_ignored() -> None:
         certs.openssl_cipher_list(["TLS_FOO"])
 
 
+@pytest.mark.parametrize(
+    "ciphers", [(), ("TLS_AES_128_GCM_SHA256",)], ids=["no --tls-ciphers", "only TLS 1.3 names"]
+)
+def test_default_tls12_suites_are_go_defaults_without_cbc(ciphers: tuple[str, ...]) -> None:
+    _, cert, key = _pair()
+    ctx = certs.server_context(cert, key, ciphers=ciphers)
+    tls12 = {c["name"] for c in ctx.get_ciphers() if c["protocol"] == "TLSv1.2"}
+    assert tls12 == {
+        "ECDHE-ECDSA-AES128-GCM-SHA256", "ECDHE-RSA-AES128-GCM-SHA256",
+        "ECDHE-ECDSA-AES256-GCM-SHA384", "ECDHE-RSA-AES256-GCM-SHA384",
+        "ECDHE-ECDSA-CHACHA20-POLY1305", "ECDHE-RSA-CHACHA20-POLY1305",
+    }
+    assert "ECDHE-ECDSA-AES128-SHA256" not in tls12
+
+
+def test_an_explicit_cipher_list_replaces_the_default() -> None:
+    _, cert, key = _pair()
+    ctx = certs.server_context(cert, key, ciphers=["TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256"])
+    tls12 = {c["name"] for c in ctx.get_ciphers() if c["protocol"] == "TLSv1.2"}
+    assert tls12 == {"ECDHE-ECDSA-AES128-SHA256"}
+
+
 def test_server_context_honours_min_version_and_rejects_a_foreign_key() -> None:
     _, cert, key = _pair()
     ctx = certs.server_context(cert, key, min_tls_version="tls1_3")

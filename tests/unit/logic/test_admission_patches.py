@@ -718,3 +718,60 @@ def test_bounds_are_capped_like_the_target_without_notes() -> None:
         500,
     )
     assert capped.notes == ()
+
+
+# --- absurd own values never lead to an invalid quantity --------------------------------------------------
+
+HOSTILE = ["-1", "0", "1n", "1m", "1", "1e308", "-46116860184273879035", "9223372036854775807", "8Ei",
+           "1e18", "1e-9", "-1e308", "250Mi"]
+
+
+HOSTILE_VPA = vpa_json(rec(cpu="300m", memory="150Mi"), startup_boost=FACTOR_2)
+
+
+def _emitted_values_are_valid(ops: list[JSON]) -> None:
+    emitted: dict[tuple[str, str, str], Quantity] = {}
+    for op in ops:
+        parts = op["path"].split("/")
+        if len(parts) == 7 and parts[4] == "resources":
+            amount = Quantity.parse(op["value"])
+            assert 0 <= amount.value <= MAX_INT64, op
+            emitted[(parts[3], parts[5], parts[6])] = amount
+    for (index, kind, resource), amount in emitted.items():
+        if kind == "limits" and (index, "requests", resource) in emitted:
+            assert amount >= emitted[(index, "requests", resource)], (index, resource)
+
+
+@pytest.mark.parametrize(
+    ("own", "patched"),
+    [
+        ({"cpu_request": "1e308", "memory_request": "1e308", "cpu_limit": "1n", "memory_limit": "1n"}, False),
+        ({"cpu_request": "2", "memory_request": "1Gi", "cpu_limit": "1", "memory_limit": "-5Gi"}, False),
+        ({"cpu_request": "-1", "memory_request": "-1", "cpu_limit": "-1", "memory_limit": "-1"}, True),
+        ({"cpu_request": "0", "memory_request": "0", "cpu_limit": "0", "memory_limit": "0"}, True),
+    ],
+    ids=["huge request 1n limit", "limit below request, negative limit", "all -1", "all 0"],
+)
+@pytest.mark.parametrize("options", [DEFAULT_OPTIONS, BOOST], ids=["plain", "boost"])
+def test_absurd_own_values_give_valid_values_or_no_patch(
+    own: dict[str, str], patched: bool, options: AdmissionOptions
+) -> None:
+    raw_pod = admission_pod(container(**own))
+    ops = patch_for(raw_pod, HOSTILE_VPA, options=options)
+    _emitted_values_are_valid(ops)
+    assert any("/resources/" in op["path"] for op in ops) is patched
+
+
+@pytest.mark.parametrize("cpu_request", HOSTILE)
+@pytest.mark.parametrize("cpu_limit", HOSTILE)
+@pytest.mark.parametrize("memory_pair", [("1e308", "1n"), ("-1", "250Mi"), ("1", "8Ei"), ("250Mi", "1e18")])
+def test_hostile_quantity_grid_never_emits_an_invalid_value(
+    cpu_request: str, cpu_limit: str, memory_pair: tuple[str, str]
+) -> None:
+    raw_pod = admission_pod(
+        container(cpu_request=cpu_request, cpu_limit=cpu_limit,
+                  memory_request=memory_pair[0], memory_limit=memory_pair[1])
+    )
+    for options in (DEFAULT_OPTIONS, BOOST):
+        ops = patch_for(raw_pod, HOSTILE_VPA, options=options)
+        _emitted_values_are_valid(ops)

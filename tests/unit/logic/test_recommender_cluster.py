@@ -8,7 +8,14 @@ from collections.abc import Generator
 import pytest
 
 from vpa.logic.aggregation import AggregationConfig
-from vpa.logic.checkpointing import CheckpointError, checkpoint_status
+from vpa.logic.checkpointing import (
+    MAX_IN_PROGRESS_PEAKS,
+    CheckpointError,
+    InProgressPeak,
+    checkpoint_status,
+    format_in_progress_peaks,
+    parse_in_progress_peaks,
+)
 from vpa.logic.recommender_cluster import (
     GC_STEP,
     AggregateStateKey,
@@ -110,6 +117,88 @@ def test_checkpointed_state_merges_in_and_checkpoints_exclude_the_current_peak()
         restored.load_checkpoint("default", "web", "app", {"version": "v1"}, now)
     with pytest.raises(KeyError):
         restored.load_checkpoint("default", "missing", "app", checkpoint_status(stored, now), now)
+
+
+def _restart(cluster: ClusterState, now: float, *, keep_peaks: bool = True) -> ClusterState:
+    """What a restart from checkpoints gives: a fresh cluster with the VPA, the checkpoint (status and, with
+    `keep_peaks`, the in-progress peaks through their annotation text) and the same pods re-listed."""
+    contents = cluster.checkpoint_contents("default", "web", now)
+    restored = ClusterState(AggregationConfig())
+    restored.add_or_update_vpa(VpaView(namespace="default", name="web"), WEB)
+    for container, (state, peaks) in contents.items():
+        text = format_in_progress_peaks(peaks) if keep_peaks else None
+        restored.load_checkpoint("default", "web", container, checkpoint_status(state, now), now,
+                                 parse_in_progress_peaks(text))
+    for name in ("a", "b"):
+        _pod(restored, name, {"app": "web"})
+    return restored
+
+
+def _memory_p90(cluster: ClusterState) -> float:
+    return cluster.merged_states("default", "web")["app"].memory.percentile(0.9)
+
+
+def _spiky(cluster: ClusterState, start_min: int, end_min: int) -> None:
+    # Pod a peaks at 900 MiB in the first hours of the day, then runs at 200 MiB; pod b at 300 MiB.
+    for minute in range(start_min, end_min):
+        timestamp = MIDNIGHT + minute * 60
+        for pod, memory in (("a", 900 * MIB if minute % 1440 < 180 else 200 * MIB), ("b", 300 * MIB)):
+            container = ContainerId(PodId("default", pod), "app")
+            cluster.add_cpu_sample(container, 250, timestamp)
+            cluster.add_memory_sample(container, memory, timestamp)
+
+
+@pytest.mark.parametrize("restart_at_hours", [6, 20, 30])
+def test_restart_mid_window_keeps_the_in_progress_memory_peak(restart_at_hours: int) -> None:
+    cluster = ClusterState(AggregationConfig())
+    cluster.add_or_update_vpa(VpaView(namespace="default", name="web"), WEB)
+    for name in ("a", "b"):
+        _pod(cluster, name, {"app": "web"})
+    restart = restart_at_hours * 60
+    _spiky(cluster, 0, restart + 1)
+    now = MIDNIGHT + restart * 60
+    before = _memory_p90(cluster)
+    restored = _restart(cluster, now)
+    lost = _restart(cluster, now, keep_peaks=False)
+    assert _memory_p90(restored) == pytest.approx(before, rel=0.01)
+    if restart_at_hours < 24:  # upstream's checkpoint alone loses the first day's peak (900 MiB)
+        assert _memory_p90(lost) < 0.5 * before
+    # Both go on for two more days: the taken-over windows continue, nothing is counted twice.
+    for state in (cluster, restored):
+        _spiky(state, restart + 1, restart + 2 * 1440)
+    for p in (0.5, 0.9, 0.95, 0.99):  # (total weights differ by the histograms' reference, not in shape)
+        assert restored.merged_states("default", "web")["app"].memory.percentile(p) == pytest.approx(
+            cluster.merged_states("default", "web")["app"].memory.percentile(p), rel=0.01)
+
+
+def test_restored_peaks_of_pods_that_never_return_stay_in_the_next_checkpoint() -> None:
+    cluster = ClusterState(AggregationConfig())
+    cluster.add_or_update_vpa(VpaView(namespace="default", name="web"), WEB)
+    _pod(cluster, "a", {"app": "web"})
+    _feed(cluster, PodId("default", "a"), "app", 500, days=0.25, memory=700 * MIB)
+    now = MIDNIGHT + DAY / 4
+    (_, peaks), = cluster.checkpoint_contents("default", "web", now).values()
+    assert [(p.pod, p.window_end, p.peak_bytes) for p in peaks] == [("a", MIDNIGHT + DAY, 700 * MIB)]
+    restored = ClusterState(AggregationConfig())
+    restored.add_or_update_vpa(VpaView(namespace="default", name="web"), WEB)
+    (state, _), = cluster.checkpoint_contents("default", "web", now).values()
+    restored.load_checkpoint("default", "web", "app", checkpoint_status(state, now), now, peaks)
+    (_, again), = restored.checkpoint_contents("default", "web", now + 60).values()
+    assert again == peaks  # not taken over yet: still in progress, still written beside the status
+
+
+def test_in_progress_peak_annotation_round_trips_and_rejects_garbage() -> None:
+    peaks = [InProgressPeak("web-1", MIDNIGHT + DAY, 300 * MIB, 0), InProgressPeak("web-0", MIDNIGHT, 1, 5)]
+    assert parse_in_progress_peaks(format_in_progress_peaks(peaks)) == sorted(peaks, key=lambda p: p.pod)
+    assert parse_in_progress_peaks(None) == []
+    for bad in ("{", "[]", '{"v":2,"peaks":[]}', '{"v":1,"peaks":[["p","x",1,0]]}',
+                '{"v":1,"peaks":[["p",1,-1,0]]}', 7):
+        with pytest.raises(CheckpointError, match="in-progress-memory-peaks"):
+            parse_in_progress_peaks(bad)
+    many = [InProgressPeak(f"p{i}", MIDNIGHT, i, 0) for i in range(MAX_IN_PROGRESS_PEAKS + 5)]
+    kept = parse_in_progress_peaks(format_in_progress_peaks(many))
+    assert len(kept) == MAX_IN_PROGRESS_PEAKS
+    assert min(p.peak_bytes for p in kept) == 5  # the largest are kept
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -129,3 +131,45 @@ def test_canonical_round_trips(nanos: int, fmt: quantity.Format) -> None:
 @given(st.integers(min_value=0, max_value=10**12))
 def test_millicores_round_trip(millicores: int) -> None:
     assert quantity.cpu_millicores(quantity.format_cpu_millicores(millicores)) == millicores
+
+
+@pytest.mark.parametrize(
+    ("make", "expected"),
+    [
+        (lambda: Quantity.from_int(10**21), "1000E"),
+        (lambda: Quantity.from_int(-(10**24)), "-1000000E"),
+        (lambda: Quantity.from_int(quantity.MAX_VALUE), "9223372036854775807"),
+        (lambda: Quantity.from_int(10**21, "DecimalExponent"), "1e21"),
+        (lambda: Quantity.from_millis(10**25), "10000E"),
+        (lambda: Quantity.from_int(3 * 2**70, "BinarySI"), "3072Ei"),
+    ],
+    ids=["1e21", "-1e24", "max", "exponent form", "1e25 millicores", "past Ei"],
+)
+def test_quantities_past_the_largest_suffix_format(make: Callable[[], Quantity], expected: str) -> None:
+    assert make().canonical() == expected
+
+
+@given(
+    st.integers(min_value=-quantity.MAX_VALUE * quantity.NANO, max_value=quantity.MAX_VALUE * quantity.NANO),
+    st.sampled_from(["DecimalSI", "BinarySI", "DecimalExponent"]),
+)
+def test_every_representable_quantity_formats_and_round_trips(nanos: int, fmt: quantity.Format) -> None:
+    q = Quantity(nanos, fmt)
+    assert Quantity.parse(q.canonical()) == q
+
+
+@given(st.integers(min_value=0, max_value=10**40))
+def test_byte_and_millicore_formatting_never_fails(amount: int) -> None:
+    memory = quantity.format_memory_bytes(amount)
+    cpu = quantity.format_cpu_millicores(amount)
+    assert Quantity.parse(memory).value == min(amount, quantity.MAX_VALUE)
+    assert Quantity.parse(cpu).millis == min(amount, quantity.MAX_VALUE * 1000)
+
+
+@pytest.mark.parametrize(
+    ("amount", "ok"),
+    [(-1, False), (0, True), (1, True), (quantity.MAX_VALUE, True), (quantity.MAX_VALUE + 1, False)],
+    ids=str,
+)
+def test_in_pod_range(amount: int, ok: bool) -> None:
+    assert quantity.in_pod_range(amount) is ok

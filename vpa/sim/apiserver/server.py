@@ -26,6 +26,10 @@ Control API (JSON):
   GET  /sim/v1/faults                -> the injected faults with their hit counts
   POST /sim/v1/faults/clear | /pause | /resume
 
+Audit: with `audit` set to a list, every write (any method but GET, HEAD, OPTIONS) on a resource path is
+appended as an `AuditRecord` (wall-clock time, method, path, status, the bearer token that made it), as
+kube-apiserver's audit log records the user: tests attribute writes to the client that made them.
+
 Must not: implement object semantics (the store does) or kind behaviour (hooks do).
 """
 
@@ -35,7 +39,9 @@ import asyncio
 import contextlib
 import hashlib
 import logging
+import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Literal, cast
 
 import orjson
@@ -108,6 +114,17 @@ def _bool_param(request: web.Request, name: str) -> bool:
     return request.query.get(name, "").lower() in ("true", "1")
 
 
+
+@dataclass(frozen=True, slots=True)
+class AuditRecord:
+    """One write the server answered: when (wall clock), what, its status, and the client's bearer token."""
+
+    time: float
+    method: str
+    path: str
+    status: int
+    token: str
+
 class ApiServer:
     """Builds the aiohttp application over an `ObjectStore`."""
 
@@ -126,6 +143,7 @@ class ApiServer:
         self.bookmark_interval_s = bookmark_interval_s
         self._advance = advance
         self.ready = True
+        self.audit: list[AuditRecord] | None = None
         self._streams: set[asyncio.Task[Any]] = set()
         self.app = web.Application(client_max_size=64 * 2**20, middlewares=[self._errors])
         r = self.app.router
@@ -182,6 +200,11 @@ class ApiServer:
             WARNINGS.reset(token)
             FIELD_VALIDATION.reset(fv_token)
             REQUEST_USER.reset(user_token)
+        if self.audit is not None and request.method not in ("GET", "HEAD", "OPTIONS") and (
+            request.path.startswith(("/api/", "/apis/"))
+        ):
+            bearer = request.headers.get("Authorization", "").removeprefix("Bearer ")
+            self.audit.append(AuditRecord(time.time(), request.method, request.path, resp.status, bearer))
         if sink and not resp.prepared:
             for w in sink:
                 # RFC 7234 warn-text, quoted as kube-apiserver quotes it (backslash escapes).
