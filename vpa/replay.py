@@ -24,12 +24,13 @@ from typing import Any, Final, TextIO
 import orjson
 
 from vpa.logic.aggregation import ContainerState, OomRejected
+from vpa.logic.cost_aware import BUILTIN_RECOMMENDERS, pod_recommender_for
 from vpa.logic.recommender_cluster import ContainerId, PodId
 from vpa.logic.recommender_numerics import cpu_amount_from_cores
 from vpa.logic.recommending import RecommenderConfig, RecommenderCore
 from vpa.model.resources import Resources
 from vpa.model.settings import ReplaySettings
-from vpa.model.vpa import RecommendedContainerResources, VpaView
+from vpa.model.vpa import DEFAULT_RECOMMENDER_NAME, RecommendedContainerResources, VpaView
 
 REPLAY_NAMESPACE: Final = "replay"
 KEY_LABEL: Final = "vpa-replay/key"
@@ -212,8 +213,8 @@ class ReplayStats:
 class Replayer:
     """Feeds trace rows to a `RecommenderCore` and asks it for recommendations at given times."""
 
-    def __init__(self, config: RecommenderConfig) -> None:
-        self.core = RecommenderCore(config)
+    def __init__(self, config: RecommenderConfig, recommender: str = DEFAULT_RECOMMENDER_NAME) -> None:
+        self.core = RecommenderCore(config, pod_recommender_for(recommender, config.estimation))
         self._containers: dict[str, ContainerState] = {}
         self.stats = ReplayStats()
 
@@ -282,10 +283,11 @@ class ReplayResult:
 
 
 def replay(trace: Trace, config: RecommenderConfig, at: float | None = None,
-           every_s: float | None = None) -> ReplayResult:
+           every_s: float | None = None, recommender: str = DEFAULT_RECOMMENDER_NAME) -> ReplayResult:
     """Apply every row with timestamp ≤ `at` (default: the last row's) and recommend at `at`; with
-    `every_s`, also recommend after each step of that length from the first row's time."""
-    replayer = Replayer(config)
+    `every_s`, also recommend after each step of that length from the first row's time. `recommender`
+    names the built-in algorithm (`vpa.logic.cost_aware.BUILTIN_RECOMMENDERS`)."""
+    replayer = Replayer(config, recommender)
     if len(trace) == 0:
         return ReplayResult(at, [], [] if every_s is not None else None, replayer.stats)
     if at is None:
@@ -366,6 +368,9 @@ def run(settings: ReplaySettings, stdout: TextIO | None = None, stderr: TextIO |
     """The `vpa replay` command: 0 on success, 1 when the trace cannot be read."""
     out = stdout if stdout is not None else sys.stdout
     err = stderr if stderr is not None else sys.stderr
+    if settings.list_recommenders:
+        out.write("".join(f"{name}\n" for name in BUILTIN_RECOMMENDERS))
+        return 0
     try:
         trace = read_trace(settings.trace_path)
     except (TraceError, OSError, UnicodeDecodeError) as error:
@@ -373,7 +378,12 @@ def run(settings: ReplaySettings, stdout: TextIO | None = None, stderr: TextIO |
         return 1
     config = RecommenderConfig.from_settings(settings.recommender,
                                              per_vpa_config=settings.feature_gates.per_vpa_config)
-    result = replay(trace, config, at=settings.at, every_s=settings.every_s)
+    if settings.evaluate:
+        from vpa import evaluate  # only evaluations load the scorer and the report renderers
+
+        return evaluate.run(trace, settings, config, out)
+    result = replay(trace, config, at=settings.at, every_s=settings.every_s,
+                    recommender=settings.algorithm or DEFAULT_RECOMMENDER_NAME)
     if settings.output == "table":
         out.write(render_table(result))
     else:

@@ -26,8 +26,12 @@ booleans as --flag or --flag=false, durations as 30s, 1m, 1h30m."""
 
 REPLAY_USAGE = """\
 Usage: vpa replay TRACE [--at UNIX_SECONDS] [--every DURATION] [--output json|table] [recommender flags]
+       vpa replay TRACE --evaluate [--every DURATION] [--recommender NAME] [--closed-loop]
+                        [--output json|table|html]
+       vpa replay --list-recommenders
 
-Run the recommender's logic over a CSV or Parquet usage trace and print its recommendations."""
+Run the recommender's logic over a CSV or Parquet usage trace and print its recommendations, or with
+--evaluate score them over time against the usage that followed."""
 
 
 def _groups(flags: Sequence[FlagDef]) -> list[tuple[Group, list[FlagDef]]]:
