@@ -73,12 +73,14 @@ def synthetic_trace(scenario: str, containers: int = 4, days: int = 14, seed: in
 
 def _row(label: str, name: str, result: Evaluation, index: int) -> str:
     s = result.recommenders[index].summary
-    return (f"  {label:<12}{name:<12}{s.days:>8}{s.memory_slack or 0:>10.3f}{s.oom_proxies_per_day:>9.3f}"
+    return (f"  {label:<12}{name:<12}{s.days:>8}{s.memory_slack or 0:>10.3f}{s.memory_mean_slack or 0:>7.3f}"
+            f"{s.oom_proxies_per_day:>9.3f}"
             f"{s.oom_day_share:>9.3f}{s.cpu_slack or 0:>10.3f}{s.throttle_proxies_per_day:>10.3f}"
             f"{s.throttle_day_share:>9.3f}{s.updates:>9}")
 
 
-HEADER = (f"  {'trace':<12}{'recommender':<12}{'key-days':>8}{'mem slack':>10}{'OOM/day':>9}{'OOM days':>9}"
+HEADER = (f"  {'trace':<12}{'recommender':<12}{'key-days':>8}{'mem slack':>10}{'mean':>7}{'OOM/day':>9}"
+          f"{'OOM days':>9}"
           f"{'cpu slack':>10}{'thr/day':>10}{'thr days':>9}{'updates':>9}")
 
 

@@ -170,12 +170,13 @@ def _columns(rows: list[tuple[str, ...]]) -> list[str]:
 
 
 def render_table(evaluation: Evaluation) -> str:
-    overall: list[tuple[str, ...]] = [("RECOMMENDER", "KEY-DAYS", "MEMORY SLACK", "OOM/DAY", "OOM DAYS",
-                                       "CPU SLACK", "THROTTLE/DAY", "THROTTLE DAYS", "UPDATES",
+    overall: list[tuple[str, ...]] = [("RECOMMENDER", "KEY-DAYS", "MEMORY SLACK", "MEAN", "OOM/DAY",
+                                       "OOM DAYS", "CPU SLACK", "THROTTLE/DAY", "THROTTLE DAYS", "UPDATES",
                                        "FIRST REC")]
     for rec in evaluation.recommenders:
         s = rec.summary
-        overall.append((rec.name, str(s.days), _cell(s.memory_slack), _cell(s.oom_proxies_per_day),
+        overall.append((rec.name, str(s.days), _cell(s.memory_slack), _cell(s.memory_mean_slack),
+                        _cell(s.oom_proxies_per_day),
                         _cell(s.oom_day_share), _cell(s.cpu_slack), _cell(s.throttle_proxies_per_day),
                         _cell(s.throttle_day_share), str(s.updates), _duration(s.mean_time_to_first_s)))
     lines = [f"recomputed every {_duration(evaluation.interval_s)}"
@@ -301,7 +302,8 @@ def _tradeoff_chart(evaluation: Evaluation) -> str:
 
 def render_html(evaluation: Evaluation, title: str = "vpa recommendation quality") -> str:
     """One self-contained page: summary table, trade-off plot, per-key plots; inline SVG only."""
-    head = ("<th>recommender</th><th>key-days</th><th>memory slack</th><th>OOM proxies / day</th>"
+    head = ("<th>recommender</th><th>key-days</th><th>memory slack</th><th>memory mean slack</th>"
+            "<th>OOM proxies / day</th>"
             "<th>days with OOM proxy</th><th>CPU slack</th><th>throttling proxies / day</th>"
             "<th>days with throttling</th><th>updates</th><th>first recommendation</th>")
     rows = []
@@ -309,7 +311,8 @@ def render_html(evaluation: Evaluation, title: str = "vpa recommendation quality
         s = rec.summary
         name = html.escape(rec.name)
         rows.append(f'<tr class="summary" data-recommender="{name}"><td>{name}'
-                    f"</td><td>{s.days}</td><td>{_cell(s.memory_slack)}</td><td>{_cell(s.oom_proxies_per_day)}"
+                    f"</td><td>{s.days}</td><td>{_cell(s.memory_slack)}</td><td>{_cell(s.memory_mean_slack)}"
+                    f"</td><td>{_cell(s.oom_proxies_per_day)}"
                     f"</td><td>{_cell(s.oom_day_share)}</td><td>{_cell(s.cpu_slack)}</td>"
                     f"<td>{_cell(s.throttle_proxies_per_day)}</td><td>{_cell(s.throttle_day_share)}</td>"
                     f"<td>{s.updates}</td><td>{_duration(s.mean_time_to_first_s)}</td></tr>")
@@ -324,10 +327,10 @@ def render_html(evaluation: Evaluation, title: str = "vpa recommendation quality
         "td:first-child{text-align:left}svg{display:block;margin:.5em 0}</style></head><body>"
         f"<h1>{html.escape(title)}</h1>"
         f"<p>Recommendations recomputed every {_duration(evaluation.interval_s)} from past samples only; "
-        "each "
-        "sample scored against the recommendation in effect. Memory slack: mean over key-days of "
-        "(target − usage)⁺ / target. OOM proxy: a memory sample above the memory target (the limit); "
-        f"throttling proxy: a CPU sample above the CPU target.{loop}</p>"
+        "each sample scored against the recommendation in effect. Memory slack (Autopilot's relative "
+        "slack): mean over key-days of (mean target − p95 usage) / mean target; mean slack: mean over "
+        "key-days of the day's average (target − usage)⁺ / target. OOM proxy: a memory sample above the "
+        f"memory target (the limit); throttling proxy: a CPU sample above the CPU target.{loop}</p>"
         f'<table id="summary"><tr>{head}</tr>{"".join(rows)}</table>'
         f"<h2>Slack / OOM trade-off</h2>{_tradeoff_chart(evaluation)}"
         f"<h2>Usage and recommendations</h2>{charts}</body></html>\n"

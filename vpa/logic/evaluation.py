@@ -2,7 +2,9 @@
 
 Owns: `Scorer` — per trace key, the limits in effect (the last recommendation's target: memory target as
 the memory limit, CPU target as the CPU request) and, for every later usage sample: relative slack
-`(limit − usage)⁺ / limit` averaged over each day (Autopilot's per-day relative slack), OOM proxies
+`(mean limit − p95 usage) / mean limit` over each day's samples (Autopilot's per-day relative slack,
+negative on a day whose 95th-percentile usage exceeds the limit) and the time average of
+`(limit − usage)⁺ / limit` ("mean slack", never negative), OOM proxies
 (memory usage above the memory limit), CPU throttling proxies (CPU usage above the CPU target), the
 recommendation changes that would trigger an update (upstream's updater rule: the request in effect
 outside the new `[lowerBound, upperBound]`, after which the target becomes the request), and the time
@@ -14,6 +16,7 @@ Must not: replay, read files, read the clock, or format output — `vpa.evaluate
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -24,6 +27,10 @@ DAY_S: Final = 86_400.0
 class _Day:
     memory_samples: int = 0
     memory_slack: float = 0.0
+    memory_limit_sum: float = 0.0
+    memory_usage: list[float] = field(default_factory=list)
+    cpu_limit_sum: float = 0.0
+    cpu_usage: list[float] = field(default_factory=list)
     oom_proxies: int = 0
     cpu_samples: int = 0
     cpu_slack: float = 0.0
@@ -50,6 +57,8 @@ class KeyScore:
     days: int
     memory_slack: float | None
     cpu_slack: float | None
+    memory_mean_slack: float | None
+    cpu_mean_slack: float | None
     oom_proxies: int
     oom_days: int
     throttle_proxies: int
@@ -66,6 +75,8 @@ class Summary:
     days: int
     memory_slack: float | None
     cpu_slack: float | None
+    memory_mean_slack: float | None
+    cpu_mean_slack: float | None
     oom_proxies_per_day: float
     oom_day_share: float
     throttle_proxies_per_day: float
@@ -95,6 +106,8 @@ class Scorer:
         if memory_bytes is not None and limit:
             day.memory_samples += 1
             day.memory_slack += max(0, limit - memory_bytes) / limit
+            day.memory_limit_sum += limit
+            day.memory_usage.append(float(memory_bytes))
             if memory_bytes > limit:
                 day.oom_proxies += 1
                 oom = True
@@ -103,6 +116,8 @@ class Scorer:
             target = cpu_target / 1000
             day.cpu_samples += 1
             day.cpu_slack += max(0.0, target - cpu_cores) / target
+            day.cpu_limit_sum += target
+            day.cpu_usage.append(cpu_cores)
             if cpu_cores > target:
                 day.throttle_proxies += 1
         return oom
@@ -129,13 +144,14 @@ class Scorer:
         for key in sorted(self._keys):
             state = self._keys[key]
             days = list(state.days.values())
-            memory_days = [d.memory_slack / d.memory_samples for d in days if d.memory_samples]
-            cpu_days = [d.cpu_slack / d.cpu_samples for d in days if d.cpu_samples]
             result.append(KeyScore(
                 key=key,
                 days=sum(1 for d in days if d.memory_samples or d.cpu_samples),
-                memory_slack=sum(memory_days) / len(memory_days) if memory_days else None,
-                cpu_slack=sum(cpu_days) / len(cpu_days) if cpu_days else None,
+                memory_slack=_mean([_relative_slack(d.memory_limit_sum, d.memory_usage) for d in days]),
+                cpu_slack=_mean([_relative_slack(d.cpu_limit_sum, d.cpu_usage) for d in days]),
+                memory_mean_slack=_mean([d.memory_slack / d.memory_samples if d.memory_samples else None
+                                         for d in days]),
+                cpu_mean_slack=_mean([d.cpu_slack / d.cpu_samples if d.cpu_samples else None for d in days]),
                 oom_proxies=sum(d.oom_proxies for d in days),
                 oom_days=sum(1 for d in days if d.oom_proxies),
                 throttle_proxies=sum(d.throttle_proxies for d in days),
@@ -159,18 +175,37 @@ def _outside(request: int | None, lower: int | None, upper: int | None) -> bool:
     return (lower is not None and request < lower) or (upper is not None and request > upper)
 
 
+def p95(values: list[float]) -> float:
+    """The 95th percentile as the smallest value with at least 95% of the values at or below it."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]
+
+
+def _relative_slack(limit_sum: float, usage: list[float]) -> float | None:
+    if not usage:
+        return None
+    mean_limit = limit_sum / len(usage)
+    return (mean_limit - p95(usage)) / mean_limit
+
+
+def _mean(values: list[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return sum(present) / len(present) if present else None
+
+
 def summarize(scores: list[KeyScore], days: list[_Day]) -> Summary:
     """Overall means over key-days: slack per scored day, proxies per day with any sample scored."""
-    memory_days = [d.memory_slack / d.memory_samples for d in days if d.memory_samples]
-    cpu_days = [d.cpu_slack / d.cpu_samples for d in days if d.cpu_samples]
     scored = [d for d in days if d.memory_samples or d.cpu_samples]
     count = max(1, len(scored))
     firsts = [s.time_to_first_s for s in scores if s.time_to_first_s is not None]
     return Summary(
         keys=len(scores),
         days=len(scored),
-        memory_slack=sum(memory_days) / len(memory_days) if memory_days else None,
-        cpu_slack=sum(cpu_days) / len(cpu_days) if cpu_days else None,
+        memory_slack=_mean([_relative_slack(d.memory_limit_sum, d.memory_usage) for d in days]),
+        cpu_slack=_mean([_relative_slack(d.cpu_limit_sum, d.cpu_usage) for d in days]),
+        memory_mean_slack=_mean([d.memory_slack / d.memory_samples if d.memory_samples else None
+                                 for d in days]),
+        cpu_mean_slack=_mean([d.cpu_slack / d.cpu_samples if d.cpu_samples else None for d in days]),
         oom_proxies_per_day=sum(d.oom_proxies for d in scored) / count,
         oom_day_share=sum(1 for d in scored if d.oom_proxies) / count,
         throttle_proxies_per_day=sum(d.throttle_proxies for d in scored) / count,
