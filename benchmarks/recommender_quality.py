@@ -12,7 +12,9 @@ Run: `python -m benchmarks.recommender_quality [--trace PATH] [--vms N] [--every
 For each, every built-in recommender is replayed with recomputation every `--every` (default 1 h) and
 scored by `vpa.logic.evaluation` (docs/quality.md defines the numbers). The target of issue 16 is
 checked on the trace: at least 30% less mean memory relative slack than `default`, no more OOM proxies
-per key-day, CPU throttling proxies per key-day no worse.
+per key-day, CPU throttling proxies per key-day no worse. Beside it, the slack of clairvoyant limits
+(each day's or hour's actual peak, so no OOM proxy at all): the floor under any recommender's slack at
+zero overruns.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from pathlib import Path
 from benchmarks.replay_bitbrains import DEFAULT_TRACE, load
 from vpa.evaluate import Evaluation, evaluate, render_html
 from vpa.logic.cost_aware import BUILTIN_RECOMMENDERS
+from vpa.logic.estimation import per_pod_minimum
+from vpa.logic.evaluation import DAY_S, p95
 from vpa.logic.recommending import RecommenderConfig
 from vpa.replay import Trace
 
@@ -84,6 +88,35 @@ HEADER = (f"  {'trace':<12}{'recommender':<12}{'key-days':>8}{'mem slack':>10}{'
           f"{'cpu slack':>10}{'thr/day':>10}{'thr days':>9}{'updates':>9}")
 
 
+def clairvoyant_slack(trace: Trace, floor_bytes: int) -> dict[str, float]:
+    """Autopilot's memory slack of limits that know the future, over every key-day with usage: the day's
+    own peak held all day (no OOM proxy at all), with and without the per-pod floor, and each hour's own
+    peak held for that hour. What no recommender that only sees the past can beat at zero overruns."""
+    days: dict[tuple[str, int], list[tuple[float, int]]] = {}
+    for ts, key, memory in zip(trace.timestamps, trace.containers, trace.memory_bytes, strict=True):
+        if memory is not None:
+            days.setdefault((key, int(ts // DAY_S)), []).append((ts, memory))
+    sums = {"day peak": 0.0, "day peak, floor": 0.0, "hour peak, floor": 0.0}
+    count = 0
+    for rows in days.values():
+        usage = [float(memory) for _, memory in rows]
+        peak = max(usage)
+        if peak <= 0:
+            continue
+        count += 1
+        high = p95(usage)
+        sums["day peak"] += (peak - high) / peak
+        floored = max(peak, floor_bytes)
+        sums["day peak, floor"] += (floored - high) / floored
+        hourly: dict[int, int] = {}
+        for ts, memory in rows:
+            hour = int(ts // 3600)
+            hourly[hour] = max(hourly.get(hour, 0), memory)
+        mean_limit = sum(max(floor_bytes, hourly[int(ts // 3600)]) for ts, _ in rows) / len(rows)
+        sums["hour peak, floor"] += (mean_limit - high) / mean_limit
+    return {label: total / max(1, count) for label, total in sums.items()}
+
+
 def check_target(result: Evaluation) -> list[str]:
     """Issue 16's target for the second recommender against `default`; empty when met."""
     base, other = result.recommenders[0].summary, result.recommenders[1].summary
@@ -129,6 +162,10 @@ def main(argv: list[str]) -> int:
             elapsed = time.perf_counter() - started
             print(f"  bitbrains: {len(set(trace.containers))} VMs, {elapsed:.0f} s; target "
                   + ("met" if not misses else "missed: " + "; ".join(misses)))
+            floor = per_pod_minimum(config.estimation, 1).memory_bytes or 0
+            bounds = clairvoyant_slack(trace, floor)
+            print("  bitbrains: memory slack of clairvoyant limits (zero OOM proxies): "
+                  + ", ".join(f"{label} {value:.3f}" for label, value in bounds.items()))
             if args.html is not None:
                 args.html.write_text(render_html(result, "vpa recommendation quality: Bitbrains Rnd (dev)"))
     for scenario in SCENARIOS:
