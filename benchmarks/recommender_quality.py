@@ -124,7 +124,7 @@ def check_target(result: Evaluation) -> list[str]:
     if base.memory_slack and other.memory_slack is not None:
         cut = 1 - other.memory_slack / base.memory_slack
         if cut < 0.30:
-            misses.append(f"memory slack {cut:+.1%} vs default (target: at least 30% less)")
+            misses.append(f"memory slack {-cut:+.1%} vs default (target: -30% or less)")
     if other.oom_proxies_per_day > base.oom_proxies_per_day:
         misses.append(f"OOM proxies per key-day {other.oom_proxies_per_day:.3f} > "
                       f"{base.oom_proxies_per_day:.3f}")
@@ -159,6 +159,7 @@ def main(argv: list[str]) -> int:
             for index, name in enumerate(names):
                 print(_row("bitbrains", name, result, index))
             misses = check_target(result)
+            status |= bool(misses)
             elapsed = time.perf_counter() - started
             print(f"  bitbrains: {len(set(trace.containers))} VMs, {elapsed:.0f} s; target "
                   + ("met" if not misses else "missed: " + "; ".join(misses)))

@@ -125,6 +125,7 @@ def test_evaluate_through_the_cli(tmp_path: Path, capsys: pytest.CaptureFixture[
      "--recommender: unknown recommender 'nope' (built-in: default, cost-aware)"),
     (["t.csv", "--output=html"], "--output html needs --evaluate"),
     (["t.csv", "--closed-loop"], "--closed-loop needs --evaluate"),
+    (["t.csv", "--evaluate", "--at=5"], "--at does not apply to --evaluate"),
 ])
 def test_usage_errors_name_the_flag(argv: list[str], message: str) -> None:
     with pytest.raises(commands.UsageError, match=re.escape(message)):

@@ -627,6 +627,8 @@ class ReplaySettings:
             raise SettingsError("--output html needs --evaluate")
         if self.closed_loop and not self.evaluate:
             raise SettingsError("--closed-loop needs --evaluate")
+        if self.evaluate and self.at is not None:
+            raise SettingsError("--at does not apply to --evaluate (it scores the whole trace)")
         if self.every_s is not None and self.every_s <= 0:
             raise SettingsError("--every must be greater than 0")
         if self.output not in REPLAY_OUTPUTS:
