@@ -323,7 +323,8 @@ def render_html(evaluation: Evaluation, title: str = "vpa recommendation quality
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f"<title>{html.escape(title)}</title><style>body{{font-family:sans-serif;margin:1.5em}}"
-        "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}"
+        "table{border-collapse:collapse;font-size:13px}"
+        "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}"
         "td:first-child{text-align:left}svg{display:block;margin:.5em 0}</style></head><body>"
         f"<h1>{html.escape(title)}</h1>"
         f"<p>Recommendations recomputed every {_duration(evaluation.interval_s)} from past samples only; "
