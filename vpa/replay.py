@@ -4,8 +4,10 @@ Owns: reading a trace (CSV, or Parquet through pyarrow, imported only for Parque
 applying its rows in timestamp order (file order on ties) to a `RecommenderCore`, each trace key being
 one single-container pod under its own VPA; CPU cores truncated to whole millicores as upstream's
 `CPUAmountFromCores` does; `oom` rows recorded as OOM kills whose `memory_bytes` is the request; the
-hourly aggregate garbage collection the live loop runs, on trace time; and the output — JSON
-(`{"containers": [...], "series": [...]}` with Kubernetes quantity strings) or a readable table.
+hourly aggregate garbage collection the live loop runs, on trace time; the built-in algorithm chosen by
+name (`--recommender`, `--list-recommenders`; `--evaluate` hands over to `vpa.evaluate`); and the
+output — JSON (`{"containers": [...], "series": [...]}` with Kubernetes quantity strings) or a readable
+table.
 
 Must not: talk to a cluster, read the wall clock, or use anything of the recommender other than
 `vpa.logic` — replay answers exactly what the live recommender would for the same samples.

@@ -112,7 +112,7 @@ INVALID: list[tuple[str, Callable[[], object], str]] = [
     (
         "replay-output",
         lambda: s.ReplaySettings(trace_path="t.csv", output="yaml"),  # type: ignore[arg-type]
-        "--output must be json or table",
+        "--output must be json, table or html",
     ),
 ]
 
