@@ -16,6 +16,7 @@ BENCHMARKS: dict[str, str] = {
     "pod_views": "benchmarks.pod_views",
     "recommender_estimation": "benchmarks.recommender_estimation",
     "replay_throughput": "benchmarks.replay_throughput",
+    "recommender_quality": "benchmarks.recommender_quality",
     "updater_decisions": "benchmarks.updater_decisions",
     "recommender_loop": "benchmarks.recommender_loop",
     "metrics_read": "benchmarks.metrics_read",

@@ -5,10 +5,11 @@ Owns: reading a trace (CSV, or Parquet through pyarrow, imported only for Parque
 order (file order on ties) to a `RecommenderCore`, each trace key being one single-container pod under its
 own VPA; CPU cores truncated to whole millicores as upstream's `CPUAmountFromCores` does; `oom` rows
 recorded as OOM kills whose `memory_bytes` is the request; the hourly aggregate garbage collection the live
-loop runs, on trace time; and the output — JSON or YAML (`{"containers": [...], "series": [...]}` with
-Kubernetes quantity strings as the VPA status has them), CSV (one row per time and container, plain cores
-and bytes) or a readable table (ISO-8601 times, memory in Ki/Mi/Gi), each with the current requests and the
-difference when the trace carries requests.
+loop runs, on trace time; the built-in algorithm chosen by name (`--recommender`, `--list-recommenders`;
+`--evaluate` hands over to `vpa.evaluate`); and the output — JSON or YAML (`{"containers": [...],
+"series": [...]}` with Kubernetes quantity strings as the VPA status has them), CSV (one row per time and
+container, plain cores and bytes) or a readable table (ISO-8601 times, memory in Ki/Mi/Gi), each with the
+current requests and the difference when the trace carries requests.
 
 Must not: talk to a cluster, read the wall clock, or use anything of the recommender other than
 `vpa.logic` — replay answers exactly what the live recommender would for the same samples.
@@ -30,13 +31,14 @@ import orjson
 import yaml
 
 from vpa.logic.aggregation import ContainerState, OomRejected
+from vpa.logic.cost_aware import BUILTIN_RECOMMENDERS, pod_recommender_for
 from vpa.logic.recommender_cluster import ContainerId, PodId
 from vpa.logic.recommender_numerics import cpu_amount_from_cores
 from vpa.logic.recommending import RecommenderConfig, RecommenderCore
 from vpa.model.quantity import Quantity, QuantityError
 from vpa.model.resources import Resources
 from vpa.model.settings import REPLAY_TRACE_FORMAT, ReplaySettings
-from vpa.model.vpa import RecommendedContainerResources, VpaView
+from vpa.model.vpa import DEFAULT_RECOMMENDER_NAME, RecommendedContainerResources, VpaView
 
 TRACE_FORMAT: Final = REPLAY_TRACE_FORMAT
 """The trace format, as `vpa replay --help` and the README state it."""
@@ -320,8 +322,8 @@ class ReplayStats:
 class Replayer:
     """Feeds trace rows to a `RecommenderCore` and asks it for recommendations at given times."""
 
-    def __init__(self, config: RecommenderConfig) -> None:
-        self.core = RecommenderCore(config)
+    def __init__(self, config: RecommenderConfig, recommender: str = DEFAULT_RECOMMENDER_NAME) -> None:
+        self.core = RecommenderCore(config, pod_recommender_for(recommender, config.estimation))
         self._containers: dict[str, ContainerState] = {}
         self.stats = ReplayStats()
 
@@ -394,10 +396,11 @@ class ReplayResult:
 
 
 def replay(trace: Trace, config: RecommenderConfig, at: float | None = None,
-           every_s: float | None = None) -> ReplayResult:
+           every_s: float | None = None, recommender: str = DEFAULT_RECOMMENDER_NAME) -> ReplayResult:
     """Apply every row with timestamp ≤ `at` (default: the last row's) and recommend at `at`; with
-    `every_s`, also recommend after each step of that length from the first row's time."""
-    replayer = Replayer(config)
+    `every_s`, also recommend after each step of that length from the first row's time. `recommender`
+    names the built-in algorithm (`vpa.logic.cost_aware.BUILTIN_RECOMMENDERS`)."""
+    replayer = Replayer(config, recommender)
     if len(trace) == 0:
         return ReplayResult(at, [], [] if every_s is not None else None, replayer.stats)
     if at is None:
@@ -636,6 +639,9 @@ def run(settings: ReplaySettings, stdout: TextIO | None = None, stderr: TextIO |
     """The `vpa replay` command: 0 on success, 1 when the trace cannot be read, 2 when `--at` precedes it."""
     out = stdout if stdout is not None else sys.stdout
     err = stderr if stderr is not None else sys.stderr
+    if settings.list_recommenders:
+        out.write("".join(f"{name}\n" for name in BUILTIN_RECOMMENDERS))
+        return 0
     try:
         trace = read_trace(settings.trace_path)
     except (TraceError, OSError, UnicodeDecodeError) as error:
@@ -648,7 +654,12 @@ def run(settings: ReplaySettings, stdout: TextIO | None = None, stderr: TextIO |
         return 2
     config = RecommenderConfig.from_settings(settings.recommender,
                                              per_vpa_config=settings.feature_gates.per_vpa_config)
-    result = replay(trace, config, at=settings.at, every_s=settings.every_s)
+    if settings.evaluate:
+        from vpa import evaluate  # only evaluations load the scorer and the report renderers
+
+        return evaluate.run(trace, settings, config, out)
+    result = replay(trace, config, at=settings.at, every_s=settings.every_s,
+                    recommender=settings.algorithm or DEFAULT_RECOMMENDER_NAME)
     out.write(render(result, settings.output))
     return 0
 

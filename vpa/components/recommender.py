@@ -59,6 +59,7 @@ from vpa.logic.checkpointing import (
     format_in_progress_peaks,
     parse_in_progress_peaks,
 )
+from vpa.logic.cost_aware import pod_recommender_for
 from vpa.logic.evictions import ooms_from_eviction_event
 from vpa.logic.recommender_cluster import (
     ContainerId,
@@ -586,7 +587,9 @@ class Recommender:
 
     def reset(self) -> None:
         """Forget everything learnt (a new leader term starts from checkpoints, as a new process would)."""
-        self.core = RecommenderCore(self._config)
+        # The algorithm follows this recommender's name (`cost-aware`, else upstream's): vpa.logic.cost_aware.
+        self.core = RecommenderCore(self._config, pod_recommender_for(self.settings.recommender_name,
+                                                                      self._config.estimation))
         self._tracked: dict[tuple[str, str], _TrackedVpa] = {}
         self._applied_pods: dict[PodId, PodView] = {}
         self._written: dict[tuple[str, str], tuple[str, VpaStatus]] = {}

@@ -209,6 +209,8 @@ def parse_replay_args(argv: Sequence[str], env: Mapping[str, str]) -> settings.R
     """`vpa replay TRACE [--at T] [--every D] [--output FORMAT] [recommender flags]` → ReplaySettings."""
     _refuse_run_only_flags(argv)
     values, parsed = _parse(argv, table.REPLAY_FLAGS)
+    if values["list-recommenders"]:
+        return settings.ReplaySettings(trace_path="", list_recommenders=True)
     if len(parsed.positionals) != 1:
         if not parsed.positionals:
             raise UsageError("missing TRACE: vpa replay TRACE [flags]")
@@ -221,6 +223,9 @@ def parse_replay_args(argv: Sequence[str], env: Mapping[str, str]) -> settings.R
             at=values["at"],  # type: ignore[arg-type]
             every_s=values["every"],  # type: ignore[arg-type]
             output=values["output"],  # type: ignore[arg-type]
+            algorithm=values["recommender"],  # type: ignore[arg-type]
+            evaluate=values["evaluate"],  # type: ignore[arg-type]
+            closed_loop=values["closed-loop"],  # type: ignore[arg-type]
             recommender=_recommender(targets, settings.LeaderElectionSettings()),
             feature_gates=_feature_gates(values),
         )

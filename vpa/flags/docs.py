@@ -26,9 +26,13 @@ booleans as --flag or --flag=false, durations as 30s, 1m, 1h30m."""
 
 REPLAY_USAGE = (
     "Usage: vpa replay TRACE [--at TIME] [--every DURATION] [--output json|yaml|csv|table] "
-    "[recommender flags]\n\n"
+    "[recommender flags]\n"
+    "       vpa replay TRACE --evaluate [--every DURATION] [--recommender NAME] [--closed-loop]\n"
+    "                        [--output json|table|html]\n"
+    "       vpa replay --list-recommenders\n\n"
     "Run the recommender's logic over a CSV or Parquet usage trace, offline, and print its recommendations\n"
-    "(and, when the trace has request columns, the current requests and target minus requests).\n\n"
+    "(and, when the trace has request columns, the current requests and target minus requests), or with\n"
+    "--evaluate score them over time against the usage that followed.\n\n"
     + settings.REPLAY_TRACE_FORMAT.rstrip("\n")
 )
 

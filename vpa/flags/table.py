@@ -588,8 +588,22 @@ REPLAY_OWN_FLAGS: Final[tuple[FlagDef, ...]] = (
             setting_text="every_s"),
     FlagDef("output", choice(*settings.REPLAY_OUTPUTS), Group.REPLAY, "Output format: json, yaml "
             "(quantities as in the VPA status), csv (plain cores and bytes, one row per time and container) "
-            "or table.", None, default="json", addition=True,
+            "or table; with --evaluate json, table or html (one self-contained page with plots).", None,
+            default="json", addition=True,
             setting_text="output"),
+    FlagDef("recommender", STRING, Group.REPLAY, "The built-in recommender algorithm to replay (see "
+            "--list-recommenders). Empty: 'default' (upstream's); with --evaluate, every built-in one.", None,
+            default="", default_text="", addition=True, setting_text="algorithm"),
+    FlagDef("list-recommenders", BOOL, Group.REPLAY, "Print the built-in recommender names, one per line, "
+            "and exit (no TRACE needed).", None, default=False, addition=True,
+            setting_text="list_recommenders"),
+    FlagDef("evaluate", BOOL, Group.REPLAY, "Replay over time, recomputing every --every (default 1h) from "
+            "past samples only, and report slack, OOM and throttling proxies, updates and time to first "
+            "recommendation per container and overall (docs/quality.md).", None, default=False,
+            addition=True, setting_text="evaluate"),
+    FlagDef("closed-loop", BOOL, Group.REPLAY, "With --evaluate: feed each OOM proxy (memory usage above the "
+            "memory target) back to the recommender as an OOM kill.", None, default=False, addition=True,
+            setting_text="closed_loop"),
 )
 
 REPORT_FLAGS: Final[tuple[FlagDef, ...]] = (

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Final, Literal, get_args
 
 from vpa.model.features import FeatureGates
+from vpa.model.vpa import BUILTIN_RECOMMENDERS
 
 Component = Literal["recommender", "updater", "admission-controller"]
 COMPONENTS: Final[tuple[Component, ...]] = get_args(Component)
@@ -23,7 +24,7 @@ LogFormat = Literal["json", "console", "auto"]
 LOG_FORMATS: Final[tuple[LogFormat, ...]] = get_args(LogFormat)
 ClockSource = Literal["real", "sim"]
 CLOCK_SOURCES: Final[tuple[ClockSource, ...]] = get_args(ClockSource)
-ReplayOutput = Literal["json", "yaml", "csv", "table"]
+ReplayOutput = Literal["json", "yaml", "csv", "table", "html"]
 REPLAY_OUTPUTS: Final[tuple[ReplayOutput, ...]] = get_args(ReplayOutput)
 ReportOutput = Literal["table", "json", "csv", "html"]
 REPORT_OUTPUTS: Final[tuple[ReportOutput, ...]] = get_args(ReportOutput)
@@ -657,15 +658,37 @@ class ReplaySettings:
     every_s: float | None = None
     """If set, also emit a series of recommendations every this many seconds."""
     output: ReplayOutput = "json"
-    """`json`, `yaml`, `csv` or `table`."""
+    """`json`, `yaml`, `csv`, `table`, or (with `evaluate`) `html`."""
+    algorithm: str = ""
+    """`--recommender`: the built-in algorithm to replay; empty means `default` (every built-in one
+    when evaluating)."""
+    list_recommenders: bool = False
+    """`--list-recommenders`: print the built-in recommender names and exit."""
+    evaluate: bool = False
+    """`--evaluate`: score the recommendations over time instead of printing them."""
+    closed_loop: bool = False
+    """`--closed-loop`: when evaluating, feed each OOM proxy back as an OOM kill."""
     recommender: RecommenderSettings = field(default_factory=RecommenderSettings)
     """The recommender flags given to `vpa replay`."""
     feature_gates: FeatureGates = field(default_factory=FeatureGates)
     """Resolved `--feature-gates` (`PerVPAConfig` matters to the recommender)."""
 
     def __post_init__(self) -> None:
+        if self.list_recommenders:
+            return
         if not self.trace_path:
             raise SettingsError("vpa replay needs a TRACE file")
+        if self.algorithm and self.algorithm not in BUILTIN_RECOMMENDERS:
+            raise SettingsError(f"--recommender: unknown recommender {self.algorithm!r} "
+                                f"(built-in: {', '.join(BUILTIN_RECOMMENDERS)})")
+        if self.output == "html" and not self.evaluate:
+            raise SettingsError("--output html needs --evaluate")
+        if self.evaluate and self.output in ("yaml", "csv"):
+            raise SettingsError(f"--output {self.output} does not apply to --evaluate (json, table or html)")
+        if self.closed_loop and not self.evaluate:
+            raise SettingsError("--closed-loop needs --evaluate")
+        if self.evaluate and self.at is not None:
+            raise SettingsError("--at does not apply to --evaluate (it scores the whole trace)")
         if self.every_s is not None and self.every_s <= 0:
             raise SettingsError("--every must be greater than 0")
         if self.output not in REPLAY_OUTPUTS:

@@ -21,6 +21,9 @@ from vpa.model.resources import CPU, MEMORY, Resources
 
 DEFAULT_CONTAINER_POLICY_NAME: Final = "*"  # upstream DefaultContainerResourcePolicy
 DEFAULT_RECOMMENDER_NAME: Final = "default"
+COST_AWARE_RECOMMENDER_NAME: Final = "cost-aware"
+# The built-in recommender algorithms, `default` (upstream's) first; see `vpa.logic.cost_aware`.
+BUILTIN_RECOMMENDERS: Final[tuple[str, ...]] = (DEFAULT_RECOMMENDER_NAME, COST_AWARE_RECOMMENDER_NAME)
 DEFAULT_CONTROLLED_RESOURCES: Final[tuple[str, ...]] = (CPU, MEMORY)
 NO_RESOURCES: Final = Resources()
 

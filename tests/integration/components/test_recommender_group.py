@@ -21,7 +21,7 @@ from tests.integration.components.recommender_helpers import (
     recommendation,
     vpa,
 )
-from tests.integration.components.test_recommender import STEADY, STEP_S
+from tests.integration.components.test_recommender import CYCLIC, STEADY, STEP_S
 from vpa.components.recommender import LoopReport, RecommenderGroup
 from vpa.model.features import FeatureGates
 from vpa.model.settings import RecommenderSettings
@@ -106,3 +106,35 @@ async def test_two_named_recommenders_in_one_loop() -> None:
         restored = await again.restore()
         assert [r.loaded for r in restored] == [1, 1]
         assert len(lists) == 1
+
+
+async def test_cost_aware_recommender_selected_by_spec_recommenders() -> None:
+    """`spec.recommenders: [cost-aware]` gets the cost-aware algorithm (no 15% margin on a steady 1 GiB:
+    the edge of the bucket above it, 1077095457 bytes, vs upstream's 1077095457 + 15%), the same status
+    shape and checkpoints; a new term restores it from those checkpoints alone."""
+    flags = dataclasses.replace(RecommenderSettings(), recommender_name="default,cost-aware")
+    async with harness() as h:
+        for name in ("web", "lean"):
+            await create(h, "deployments.apps", deployment(name, CYCLIC))
+        await create(h, VPAS, vpa("web"))
+        await create(h, VPAS, vpa("lean", recommenders=["cost-aware"]))
+        group = group_of(h, flags)
+        await group.restore()
+        # Past one memory aggregation interval (24 h): checkpoints carry completed daily peaks only.
+        await run_group(h, group, 25 * 3600)
+        web, lean = recommendation(h.vpa("web")), recommendation(h.vpa("lean"))
+        assert web["target"]["memory"] == "1238659775"
+        assert lean["target"]["memory"] == "1077095457"
+        assert web["target"]["cpu"] == lean["target"]["cpu"]  # CPU is upstream's estimate in both
+        assert set(lean) == set(web)  # target, bounds, uncapped target: the same status fields
+        names = sorted(c["metadata"]["name"] for c in h.cluster.store.list(CHECKPOINTS, "default"))
+        assert names == ["lean-app", "web-app"]
+
+        again = group_of(h, flags)
+        restored = await again.restore()
+        assert [r.loaded for r in restored] == [1, 1]
+        # Before any new sample: the restored history alone gives the same memory target.
+        cost_aware = again.by_name("cost-aware")
+        states = cost_aware.core.cluster.merged_states("default", "lean")
+        assert list(states) == ["app"]
+        assert cost_aware.core.recommender.recommend(states)["app"].target.memory_bytes == 1077095457

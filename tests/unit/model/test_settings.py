@@ -112,7 +112,7 @@ INVALID: list[tuple[str, Callable[[], object], str]] = [
     (
         "replay-output",
         lambda: s.ReplaySettings(trace_path="t.csv", output="xml"),  # type: ignore[arg-type]
-        "--output must be one of json, yaml, csv, table",
+        "--output must be one of json, yaml, csv, table, html",
     ),
 ]
 
