@@ -63,13 +63,12 @@ from vpa.model.pod import PodView
 from vpa.model.resources import Resources
 from vpa.model.selector import Selector
 from vpa.model.settings import UpdaterSettings
-from vpa.model.vpa import Recommendation, RecommendedContainerResources, UpdateMode, VpaView
+from vpa.model.vpa import VPA_API_VERSION, Recommendation, RecommendedContainerResources, UpdateMode, VpaView
 
 log = structlog.get_logger(__name__)
 
 COMPONENT: Final = "updater"
 EVENT_SOURCE: Final = "vpa-updater"
-VPA_API_VERSION: Final = "autoscaling.k8s.io/v1"
 
 # Event reasons and messages (spec §4.11), all type Normal.
 EVICTED_BY_VPA: Final = "EvictedByVPA"

@@ -70,6 +70,7 @@ from vpa.kube import certificates as certs
 from vpa.kube import webhookregistering as registering
 from vpa.kube.client import ApiError, api_path
 from vpa.kube.converting import ConversionError, pod_from_dict
+from vpa.kube.eventing import EventRecorder, ObjectRef
 from vpa.kube.leasing import StatusLeaseRenewer
 from vpa.kube.watching import WatchCache
 from vpa.logic.limitranges import NO_LIMITS, NamespaceLimits, namespace_limits
@@ -82,7 +83,7 @@ from vpa.model.limitrange import LimitRangeError, LimitRangeView, limitrange_fro
 from vpa.model.pod import OwnerRef, PodView
 from vpa.model.selector import Selector
 from vpa.model.settings import StartupError
-from vpa.model.vpa import TargetRef, VpaView
+from vpa.model.vpa import VPA_API_VERSION, TargetRef, VpaView
 
 log = structlog.get_logger(__name__)
 
@@ -273,7 +274,9 @@ class Admitter:
         *,
         max_allowed_cpu_boost_millicores: int | None = None,
         namespaces: NamespacesWithVpas | None = None,
+        events: EventRecorder | None = None,
     ) -> None:
+        self._events = events
         self._vpas = vpas
         self._targets = targets
         self._limits = limits
@@ -380,6 +383,25 @@ class Admitter:
         if vpa is None:
             log.debug("no VPA controls the pod", pod=f"{namespace}/{pod_name}", controller=controller)
             self.metrics.pod(False)
+            return verdict
+        if _has_pod_level_resources(raw):
+            # Pod-level requests must stay at least the containers' sum, and limits at least each container's;
+            # patching containers alone could make the pod invalid, so it is admitted as it is.
+            self.metrics.pod(False)
+            self.notices.event(
+                "pod_level_resources", "pod has pod-level resources; admitting it unchanged",
+                level="info", namespace=namespace, vpa=vpa.name,
+            )
+            if self._events is not None:
+                self._events.warning(
+                    ObjectRef(
+                        kind="VerticalPodAutoscaler", namespace=vpa.namespace, name=vpa.name, uid=vpa.uid,
+                        api_version=VPA_API_VERSION,
+                    ),
+                    POD_LEVEL_RESOURCES_REASON,
+                    f"pod {namespace}/{pod_name} sets pod-level resources (spec.resources); its containers' "
+                    "requests were left unchanged",
+                )
             return verdict
         ops = self._patch(raw, namespace, vpa)
         if ops is None:
@@ -712,6 +734,7 @@ class AdmissionController:
             self.metrics,
             max_allowed_cpu_boost_millicores=self.settings.max_allowed_cpu_boost_millicores,
             namespaces=self.namespaces,
+            events=ctx.events,
         )
         self.connection_limits = limits
         self.drops = ConnectionDrops(ctx.registry)
@@ -924,3 +947,14 @@ async def _first_failure(tasks: list[asyncio.Task[None]]) -> None:
 async def run(ctx: ComponentContext) -> None:
     """The admission-controller component's entry point (`ComponentSpec("admission-controller", run)`)."""
     await AdmissionController(ctx).run()
+
+
+POD_LEVEL_RESOURCES_REASON = "PodLevelResourcesUnchanged"
+
+
+def _has_pod_level_resources(raw: Mapping[str, Any]) -> bool:
+    spec = raw.get("spec")
+    resources = spec.get("resources") if isinstance(spec, dict) else None
+    return isinstance(resources, dict) and any(
+        isinstance(resources.get(k), dict) and resources[k] for k in ("requests", "limits")
+    )

@@ -20,6 +20,8 @@ from typing import Final
 from vpa.model.resources import CPU, MEMORY, Resources
 
 DEFAULT_CONTAINER_POLICY_NAME: Final = "*"  # upstream DefaultContainerResourcePolicy
+VPA_API_VERSION: Final = "autoscaling.k8s.io/v1"
+"""apiVersion of VerticalPodAutoscaler objects (Events name it in `involvedObject`)."""
 DEFAULT_RECOMMENDER_NAME: Final = "default"
 COST_AWARE_RECOMMENDER_NAME: Final = "cost-aware"
 # The built-in recommender algorithms, `default` (upstream's) first; see `vpa.logic.cost_aware`.

@@ -190,6 +190,50 @@ async def test_no_vpa_off_vpa_and_unowned_pods_pass_unchanged() -> None:
         assert verdict.outcome == "skipped"
 
 
+class RecordedEvents:
+    """Stands in for the EventRecorder: keeps what would be written."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str, str, str]] = []
+
+    def warning(self, ref: Any, reason: str, message: str) -> bool:
+        self.seen.append((ref.kind, ref.name, reason, message))
+        return True
+
+
+@pytest.mark.parametrize(
+    "pod_resources",
+    [
+        {"requests": {"cpu": "200m"}},  # a patch to 300m per container would exceed it
+        {"limits": {"memory": "1Gi"}},
+        {"requests": {"cpu": "10"}, "limits": {"cpu": "10"}},  # room enough today, but not ours to guess
+    ],
+    ids=["pod-requests", "pod-limits", "both"],
+)
+async def test_pods_with_pod_level_resources_are_admitted_unchanged_with_an_event(
+    pod_resources: dict[str, Any],
+) -> None:
+    events = RecordedEvents()
+    admitter = Admitter(
+        FakeVpas(_vpa()), FakeTargets(), lambda _ns: NO_LIMITS, FeatureGates(),
+        AdmissionMetrics(CollectorRegistry()), events=events,  # type: ignore[arg-type]
+    )  # fmt: skip
+    pod = _pod_being_created()
+    pod["spec"]["resources"] = pod_resources
+    verdict = await admitter.admit(_review(pod)["request"])
+    assert verdict.allowed
+    assert verdict.patch is None
+    assert verdict.outcome == "skipped"
+    assert len(events.seen) == 1
+    kind, name, reason, message = events.seen[0]
+    assert name == "web-vpa"
+    assert (kind, reason) == ("VerticalPodAutoscaler", "PodLevelResourcesUnchanged")
+    assert "default/web-7d9f8b6c4-%" in message
+    # An empty stanza is no pod-level resources at all: patched as usual.
+    pod["spec"]["resources"] = {}
+    assert (await admitter.admit(_review(pod)["request"])).outcome == "applied"
+
+
 async def test_an_internal_error_allows_the_pod_without_changes() -> None:
     admitter = _admitter(_vpa(), targets=FakeTargets(fail=True))
     verdict = await admitter.admit(_review(_pod_being_created())["request"])
@@ -460,9 +504,7 @@ async def test_memo_is_bounded_in_bytes_and_skips_huge_patches() -> None:
     # A container name of 100 KiB (the webhook runs before validation): its patch is never memoised.
     pod["spec"]["containers"][0]["name"] = "app"
     long_names = _pod_being_created()
-    long_names["spec"]["containers"].append(
-        {"name": "n" * (100 * 1024), "image": "busybox", "resources": {}}
-    )
+    long_names["spec"]["containers"].append({"name": "n" * (100 * 1024), "image": "busybox", "resources": {}})
     await admitter.admit(_review(long_names)["request"])
     assert admitter.memo_bytes == 0
     assert not admitter._memo
