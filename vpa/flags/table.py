@@ -410,6 +410,14 @@ RUN_FLAGS: Final[tuple[FlagDef, ...]] = (
     FlagDef("container-recommendation-max-allowed-memory", MEMORY_QUANTITY, _R, "Maximum memory recommended "
             "for a container; a VPA's own maxAllowed takes precedence.",
             "recommender.container_recommendation_max_allowed_memory_bytes"),
+    FlagDef("cap-to-largest-node", BOOL, _R, "Cap every recommendation so the pod's summed targets fit the "
+            "allocatable of the largest schedulable node (watches Nodes); the VPA gets the condition "
+            "CappedToNode and a CappedToLargestNode event.", "recommender.cap_to_largest_node", addition=True,
+            note="Ours. Applies after the max-allowed caps; needs list/watch on nodes."),
+    FlagDef("detect-hpa-conflicts", BOOL, _R, "Watch autoscaling/v2 HPAs and give a VPA the condition "
+            "ConflictingHPA (and an event) when an HPA scales its target on cpu or memory it controls.",
+            "recommender.detect_hpa_conflicts", addition=True,
+            note="Ours. Needs list/watch on horizontalpodautoscalers."),
     FlagDef("use-external-metrics", BOOL, _R, "ALPHA. Read usage from an external metrics provider instead "
             "of metrics-server.", "recommender.use_external_metrics"),
     FlagDef("external-metrics-cpu-metric", STRING, _R, "ALPHA. External metric for CPU usage.",

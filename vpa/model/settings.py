@@ -321,6 +321,10 @@ class RecommenderSettings:
     """Global cap on a container's CPU recommendation; a VPA's own `maxAllowed` wins. None: no cap."""
     container_recommendation_max_allowed_memory_bytes: int | None = None
     """Global cap on a container's memory recommendation; a VPA's own `maxAllowed` wins. None: no cap."""
+    cap_to_largest_node: bool = False
+    """Ours: cap every recommendation so the pod fits the largest schedulable node's allocatable."""
+    detect_hpa_conflicts: bool = True
+    """Ours: watch autoscaling/v2 HPAs and flag VPAs whose target an HPA scales on a controlled resource."""
     use_external_metrics: bool = False
     """Read usage from `external.metrics.k8s.io` instead of `metrics.k8s.io`."""
     external_metrics_cpu_metric: str = ""
