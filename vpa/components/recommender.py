@@ -900,7 +900,10 @@ class Recommender:
         quality = self.metrics.quality
         pacer = _Pacer(self._chunk_budget_s)
         nodes = self._nodes.list() if self._nodes is not None else None
-        hpas = self._hpas.list() if self._hpas is not None else ()
+        # HPAs by (namespace, kind, name) of their target: each VPA looks at its own target's only.
+        hpas: dict[tuple[str, str, str], list[HpaView]] = {}
+        for hpa in self._hpas.list() if self._hpas is not None else ():
+            hpas.setdefault((hpa.namespace, hpa.target_kind, hpa.target_name), []).append(hpa)
         losers = vpa_conflicts(self._vpas.list())
 
         async def produce(put: Callable[[tuple[tuple[str, str], VpaStatus]], Awaitable[None]]) -> None:
@@ -913,7 +916,9 @@ class Recommender:
                     for change in cluster.update_last_recommendation(
                             *key, {c.container_name: c.uncapped_target for c in recommendation.containers}):
                         quality.observe_change(change)
-                    recommendation, own = self._own_conditions(report, view, recommendation, nodes, hpas,
+                    ref = view.target_ref
+                    near = hpas.get((view.namespace, ref.kind, ref.name), []) if ref is not None else []
+                    recommendation, own = self._own_conditions(report, view, recommendation, nodes, near,
                                                                losers.get(key))
                 except Exception:
                     log.exception("recommender_vpa_failed", vpa=view.key)
