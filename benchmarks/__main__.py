@@ -22,6 +22,7 @@ BENCHMARKS: dict[str, str] = {
     "webhook_throughput": "benchmarks.webhook_throughput",
     "webhook_during_recommender": "benchmarks.webhook_during_recommender",
     "updater_inplace_e2e": "benchmarks.updater_inplace_e2e",
+    "reactive_inplace": "benchmarks.reactive_inplace",
     "control_plane": "benchmarks.control_plane",
 }
 

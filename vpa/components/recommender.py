@@ -43,6 +43,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from vpa.components.health import HealthState, LoopHistogram, UnsuffixedCounter
 from vpa.components.recommender_history import HistorySource, PrometheusClientMetrics, load_history
+from vpa.components.triggering import Trigger
 from vpa.kube.client import JsonObj, KubeClient
 from vpa.kube.eventing import ObjectRef
 from vpa.kube.evictionwatching import eviction_event_cache
@@ -592,6 +593,9 @@ class Recommender:
         self._config = RecommenderConfig.from_settings(settings, per_vpa_config=per_vpa_config)
         self._chunk_budget_s = chunk_budget_s
         self._ooms: deque[OomKill] = deque(maxlen=OOM_QUEUE_SIZE)
+        # With --recommend-on-oom the group sets a trigger; OOM-killed pods' labels say which VPAs to redo.
+        self.oom_trigger: Trigger | None = None
+        self._oom_pods: dict[PodId, Mapping[str, str]] = {}
         self._last_oom: dict[PodId, dict[str, float]] = {}
         self._seen_events: OrderedDict[str, None] = OrderedDict()
         self.reset()
@@ -640,6 +644,7 @@ class Recommender:
         self._applied_pods: dict[PodId, PodView] = {}
         self._written: dict[tuple[str, str], tuple[str, VpaStatus]] = {}
         self._ooms.clear()
+        self._oom_pods.clear()
         self._last_oom.clear()
         self._last_checkpoint_gc: float | None = None
         self.loops = 0
@@ -669,6 +674,9 @@ class Recommender:
                 continue
             seen[kill.container_id.container_name] = kill.timestamp
             self._ooms.append(kill)
+            if self.oom_trigger is not None:
+                self._oom_pods[kill.container_id.pod] = new.labels
+                self.oom_trigger.fire(f"{new.namespace}/{new.name}")
 
     def _on_eviction_event(self, event: EventView) -> None:
         """OOMs from a memory-pressure eviction (spec §3.2), once per event uid."""
@@ -863,6 +871,13 @@ class Recommender:
                     report.samples_skipped += 1  # not tracked: Pending, init container, memory saver
             if pacer.due():
                 await pacer.pause()
+        self._apply_ooms(report)
+
+    def _apply_ooms(self, report: LoopReport) -> None:
+        """The OOMs observed since they were last applied, into the memory histories."""
+        cluster = self.core.cluster
+        quality = self.metrics.quality
+        self._oom_pods.clear()
         while self._ooms:
             kill = self._ooms.popleft()
             try:
@@ -891,8 +906,32 @@ class Recommender:
             if pacer.due():
                 await pacer.pause()
 
-    async def _update_vpas(self, report: LoopReport, now: float) -> None:
-        """Compute every VPA's status (paced, in this task) and hand the changed ones to the writers."""
+    async def react_to_ooms(self) -> LoopReport:
+        """The prompt OOM pass (`--recommend-on-oom`): apply the OOMs queued since the last loop and
+        rewrite the status of the VPAs whose pods were OOM-killed, without waiting for the next loop. Does
+        nothing before the first loop (the pods and VPAs are not known yet: the loop applies them)."""
+        report = LoopReport()
+        if self.loops == 0 or not self._ooms:
+            return report
+        pods = dict(self._oom_pods)
+        self._apply_ooms(report)
+        keys = set()
+        for key, tracked in self._tracked.items():
+            selector = tracked.resolution.selector
+            if selector is None or tracked.resolution.unsupported is not None:
+                continue
+            if any(pod.namespace == key[0] and selector.matches(labels) for pod, labels in pods.items()):
+                keys.add(key)
+        if keys:
+            await self._update_vpas(report, self._clock.now(), only=keys)
+        log.info("recommender_oom_pass_done", recommender=self.settings.recommender_name, ooms=report.ooms,
+                 vpas=len(keys), status_writes=report.status_writes)
+        return report
+
+    async def _update_vpas(self, report: LoopReport, now: float,
+                           only: set[tuple[str, str]] | None = None) -> None:
+        """Compute every VPA's status (or those in `only`; paced, in this task) and hand the changed ones
+        to the writers."""
         cluster = self.core.cluster
         core = self.core
         counts: dict[tuple[str, str, str, str], int] = {}
@@ -908,6 +947,8 @@ class Recommender:
 
         async def produce(put: Callable[[tuple[tuple[str, str], VpaStatus]], Awaitable[None]]) -> None:
             for key, tracked in list(self._tracked.items()):
+                if only is not None and key not in only:
+                    continue
                 view = tracked.view
                 try:
                     recommendation = compute_recommendation(view, cluster.merged_states(*key),
@@ -1301,6 +1342,11 @@ class RecommenderGroup:
         self._health = health
         self._background = tuple(background)
         self._shared = shared
+        self._passes = asyncio.Lock()  # the prompt OOM pass never overlaps a loop
+        first = self.recommenders[0].settings
+        self.oom_trigger = Trigger(clock, first.oom_reaction_delay_s) if first.recommend_on_oom else None
+        for rec in self.recommenders:
+            rec.oom_trigger = self.oom_trigger
 
     @classmethod
     def from_client(
@@ -1366,13 +1412,32 @@ class RecommenderGroup:
             return [await rec.restore() for rec in self.recommenders]
 
     async def run_once(self) -> list[LoopReport]:
-        return await run_loop(self.recommenders)
+        async with self._passes:
+            return await run_loop(self.recommenders)
+
+    async def react_to_ooms(self) -> list[LoopReport]:
+        """The prompt OOM pass of every recommender (see `Recommender.react_to_ooms`)."""
+        async with self._passes:
+            return [await rec.react_to_ooms() for rec in self.recommenders]
+
+    async def _react_forever(self) -> None:
+        """With `--recommend-on-oom`: a prompt OOM pass whenever the trigger fires."""
+        trigger = self.oom_trigger
+        if trigger is None:
+            return
+        trigger.clear()
+        while True:
+            if await trigger.wait(3600.0):
+                try:
+                    await self.react_to_ooms()
+                except Exception:
+                    log.exception("recommender_oom_pass_failed")
 
     async def run_forever(self) -> None:
         """The loop of every recommender on `--recommender-interval`, with the background inputs (the
         `Evicted` events watch) running for as long as this term lasts."""
         interval = self.recommenders[0].settings.recommender_interval_s
-        tasks = [asyncio.ensure_future(run()) for run in self._background]
+        tasks = [asyncio.ensure_future(run()) for run in (*self._background, self._react_forever)]
         try:
             await _tick_forever(self._clock, interval, self._health, self.reset, self.restore, self.run_once)
         finally:
