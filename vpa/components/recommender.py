@@ -1019,9 +1019,9 @@ class Recommender:
             ref = view.target_ref
             target = f"{ref.kind}/{ref.name}" if ref is not None else "the target"
             wanted[CONFLICTING_VPA] = (CONFLICTING_VPA_REASON, (
-                f"VPA {winner.name} also targets {target} and is older (or, created at the same time, "
-                f"sorts first by name): it controls the pods; the updater and the admission controller "
-                f"ignore this VPA"))
+                f"VPA {winner.name} also targets {target} and takes precedence for its pods (older, or "
+                f"as old and first by name): where both apply, the admission controller and the updater "
+                f"act on {winner.name}, not on this VPA; delete one of them"))
             report.vpa_conflicts += 1
         else:
             wanted[CONFLICTING_VPA] = None
