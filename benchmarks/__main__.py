@@ -24,6 +24,7 @@ BENCHMARKS: dict[str, str] = {
     "webhook_during_recommender": "benchmarks.webhook_during_recommender",
     "updater_inplace_e2e": "benchmarks.updater_inplace_e2e",
     "recommendation_metrics": "benchmarks.recommendation_metrics",
+    "reactive_inplace": "benchmarks.reactive_inplace",
     "control_plane": "benchmarks.control_plane",
     "faults": "benchmarks.faults",
 }

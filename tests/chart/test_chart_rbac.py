@@ -46,6 +46,8 @@ NEEDS: dict[str, list[Need]] = {
         ("list", "metrics.k8s.io", "pods", None, None),
         ("list", "", "events", None, None),  # OOMs from Evicted events
         ("watch", "", "events", None, None),
+        ("list", "autoscaling", "horizontalpodautoscalers", None, None),  # ConflictingHPA
+        ("watch", "autoscaling", "horizontalpodautoscalers", None, None),
         *TARGETS,
         *EVENTS,
     ],
@@ -201,6 +203,29 @@ def test_external_metrics_only_when_the_flag_asks(tmp_path: Path) -> None:
         render({"recommender": {"flags": {"use-external-metrics": True}}}, tmp_path), "vpa"
     )
     assert external.allows("list", "external.metrics.k8s.io", "cpu_usage", namespace=ANY_NS)
+
+
+@pytest.mark.parametrize("flags", [{}, {"cap-to-largest-node": False}])
+def test_nodes_only_with_cap_to_largest_node(flags: dict[str, object], tmp_path: Path) -> None:
+    plain = Permissions(render({"recommender": {"flags": flags}}, tmp_path), "vpa")
+    assert not plain.allows("list", "", "nodes")
+    for mode in ("combined", "split"):
+        account = "vpa" if mode == "combined" else "vpa-recommender"
+        capped = Permissions(
+            render({"mode": mode, "recommender": {"flags": {"cap-to-largest-node": True}}}, tmp_path), account
+        )
+        for verb in ("list", "watch"):
+            assert capped.allows(verb, "", "nodes")
+        assert not capped.allows("update", "", "nodes")
+        assert not capped.allows("get", "", "nodes/proxy")
+
+
+@pytest.mark.parametrize(("value", "allowed"), [(True, True), (False, False)])
+def test_hpas_unless_detection_is_off(value: object, allowed: bool, tmp_path: Path) -> None:
+    rendered = render({"recommender": {"flags": {"detect-hpa-conflicts": value}}}, tmp_path)
+    assert Permissions(rendered, "vpa").allows("watch", "autoscaling", "horizontalpodautoscalers") is allowed
+    assert not Permissions(rendered, "vpa").allows("update", "autoscaling", "horizontalpodautoscalers",
+                                                   namespace=ANY_NS)
 
 
 def test_extra_target_rules_reach_every_component(tmp_path: Path) -> None:

@@ -43,6 +43,7 @@ def _build_recommender(ctx: ComponentContext) -> Callable[[], Awaitable[None]]:
         clock=ctx.clock,
         registry=ctx.registry,
         health=ctx.health,
+        recorder=ctx.events,
     )
     return recommender.run_forever
 

@@ -43,10 +43,13 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from vpa.components.health import HealthState, LoopHistogram, UnsuffixedCounter
 from vpa.components.recommender_history import HistorySource, PrometheusClientMetrics, load_history
+from vpa.components.triggering import Trigger
 from vpa.kube.client import JsonObj, KubeClient
+from vpa.kube.eventing import ObjectRef
 from vpa.kube.evictionwatching import eviction_event_cache
 from vpa.kube.historyreading import ClusterHistory, PrometheusHistoryReader, RequestObserver
 from vpa.kube.metricsreading import MetricsRead, PodMetricsReader
+from vpa.kube.neighbourwatching import hpa_cache, node_cache
 from vpa.kube.statuswriting import CheckpointStore, VpaStatusWriter
 from vpa.kube.targets import Resolution, TargetResolver
 from vpa.logic.aggregation import OomRejected
@@ -59,8 +62,10 @@ from vpa.logic.checkpointing import (
     format_in_progress_peaks,
     parse_in_progress_peaks,
 )
+from vpa.logic.conflicts import hpa_conflicts, vpa_conflicts
 from vpa.logic.cost_aware import pod_recommender_for
 from vpa.logic.evictions import ooms_from_eviction_event
+from vpa.logic.nodecaps import cap_to_largest_node
 from vpa.logic.recommender_cluster import (
     ContainerId,
     PodId,
@@ -72,6 +77,7 @@ from vpa.logic.recommending import RecommenderConfig, RecommenderCore, compute_r
 from vpa.model.clock import Clock
 from vpa.model.event import EventView
 from vpa.model.features import FeatureGates
+from vpa.model.node import HpaView, NodeView
 from vpa.model.pod import PodView
 from vpa.model.resources import CPU, MEMORY
 from vpa.model.selector import Selector
@@ -98,6 +104,15 @@ SEEN_EVENTS_SIZE: Final = 10000  # eviction events remembered for de-duplication
 _SORT_RUN: Final = 1000  # checkpoint candidates sorted in one call (about 1 ms), the runs merged lazily
 NO_PODS_MATCHED_REASON: Final = "NoPodsMatched"
 NO_PODS_MATCHED_MESSAGE: Final = "No pods match this VPA object"
+# Conditions and event reasons of our own (upstream has none for these): each condition is True while the
+# situation lasts and removed when it ends; its Warning event is sent when it appears or its message changes.
+CAPPED_TO_NODE: Final = "CappedToNode"
+CAPPED_TO_NODE_REASON: Final = "CappedToLargestNode"
+CONFLICTING_VPA: Final = "ConflictingVPA"
+CONFLICTING_VPA_REASON: Final = "ConflictingVPA"
+CONFLICTING_HPA: Final = "ConflictingHPA"
+CONFLICTING_HPA_REASON: Final = "ConflictingHPA"
+VPA_API_VERSION: Final = "autoscaling.k8s.io/v1"
 _EXECUTION_BUCKETS: Final = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0,
                              300.0)
 _RECOMMENDATION_LATENCY_BUCKETS: Final = (1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0, 900.0,
@@ -125,6 +140,18 @@ class ObjectSource(Protocol[T]):
     def list(self) -> list[T]: ...
 
     def on_update(self, handler: Callable[[T, T], None]) -> None: ...
+
+
+class Listing(Protocol[T]):
+    """A cache read as a whole (the Node and HPA caches)."""
+
+    def list(self) -> list[T]: ...
+
+
+class EventSink(Protocol):
+    """Where the recommender's own Warning events go (`vpa.kube.eventing.EventRecorder`)."""
+
+    def warning(self, ref: ObjectRef, reason: str, message: str) -> bool: ...
 
 
 class EventSource(Protocol):
@@ -199,6 +226,25 @@ def next_conditions(previous: Iterable[Condition], *, unsupported: str | None, p
     else:
         _set_condition(conditions, ConditionType.RECOMMENDATION_PROVIDED, False, reason, message, now)
     return tuple(conditions[key] for key in sorted(conditions))
+
+
+def with_own_conditions(conditions: Iterable[Condition], wanted: Mapping[str, tuple[str, str] | None],
+                        now: float) -> tuple[tuple[Condition, ...], list[str]]:
+    """Our own conditions (`CappedToNode`, `ConflictingVPA`, `ConflictingHPA`) set from `wanted` (type →
+    (reason, message), or None to remove it), sorted by type, and the types whose event is due: those that
+    were not True before or whose message changed."""
+    current = {c.type: c for c in conditions}
+    raised = []
+    for condition_type, value in wanted.items():
+        old = current.get(condition_type)
+        if value is None:
+            current.pop(condition_type, None)
+            continue
+        reason, message = value
+        if old is None or not old.is_true or old.message != message:
+            raised.append(condition_type)
+        _set_condition(current, condition_type, True, reason, message, now)
+    return tuple(current[key] for key in sorted(current)), raised
 
 
 def owner_name(vpa: VpaView, hosted: Sequence[str]) -> str | None:
@@ -282,6 +328,18 @@ class RecommenderMetrics:
             "vpa_resources_get_resources_count", "Count of get resources calls by source", ["source"],
             registry=registry)
         self.quality = QualityMetrics(registry)
+        self.capped_to_node = Gauge(
+            "vpa_recommender_vpas_capped_to_node",
+            "VPAs whose recommendation was capped to the largest schedulable node (--cap-to-largest-node).",
+            registry=registry)
+        self.vpa_conflicts = Gauge(
+            "vpa_recommender_vpa_conflicts",
+            "VPAs ignored because an older VPA targets the same pods (condition ConflictingVPA).",
+            registry=registry)
+        self.hpa_conflicts = Gauge(
+            "vpa_recommender_hpa_conflicts",
+            "VPAs whose target an HPA scales on a resource the VPA controls (condition ConflictingHPA).",
+            registry=registry)
 
 
 class QualityMetrics:
@@ -488,6 +546,9 @@ class LoopReport:
     step_seconds: dict[str, float] = field(default_factory=dict)
     vpa_object_counts: dict[tuple[str, str, str, str], int] = field(default_factory=dict)
     """(update mode, has recommendation, matches pods, unsupported config) → VPAs, for the gauge."""
+    capped_to_node: int = 0
+    vpa_conflicts: int = 0
+    hpa_conflicts: int = 0
 
 
 @dataclass(slots=True)
@@ -523,8 +584,15 @@ class Recommender:
         hosted_names: Sequence[str] = (),
         collects_checkpoints: bool = True,
         events: EventSource | None = None,
+        nodes: Listing[NodeView] | None = None,
+        hpas: Listing[HpaView] | None = None,
+        recorder: EventSink | None = None,
     ) -> None:
         self.settings = settings
+        # `nodes` is read only with --cap-to-largest-node; `recorder` gets our own Warning events.
+        self._nodes = nodes if settings.cap_to_largest_node else None
+        self._hpas = hpas
+        self._recorder = recorder
         self._pods = pods
         self._vpas = vpas
         self._clock = clock
@@ -547,6 +615,9 @@ class Recommender:
         self._config = RecommenderConfig.from_settings(settings, per_vpa_config=per_vpa_config)
         self._chunk_budget_s = chunk_budget_s
         self._ooms: deque[OomKill] = deque(maxlen=OOM_QUEUE_SIZE)
+        # With --recommend-on-oom the group sets a trigger; OOM-killed pods' labels say which VPAs to redo.
+        self.oom_trigger: Trigger | None = None
+        self._oom_pods: dict[PodId, Mapping[str, str]] = {}
         self._last_oom: dict[PodId, dict[str, float]] = {}
         self._seen_events: OrderedDict[str, None] = OrderedDict()
         self.reset()
@@ -568,9 +639,12 @@ class Recommender:
         registry: CollectorRegistry,
         health: HealthState | None = None,
         events: EventSource | None = None,
+        nodes: Listing[NodeView] | None = None,
+        hpas: Listing[HpaView] | None = None,
+        recorder: EventSink | None = None,
     ) -> Recommender:
         """The production wiring: the kube adapters on the process's shared client. `events`, if given, is
-        an `Evicted` events cache the caller runs."""
+        an `Evicted` events cache the caller runs; `nodes` and `hpas` are Node and HPA caches it runs."""
         namespace = common.vpa_object_namespace or None
         return cls(
             settings, pods=pods, vpas=vpas, clock=clock,
@@ -582,7 +656,7 @@ class Recommender:
             ignored_namespaces=common.ignored_vpa_object_namespaces, per_vpa_config=gates.per_vpa_config,
             history=(PrometheusHistoryReader(settings.prometheus, namespace=common.vpa_object_namespace)
                      if settings.storage == "prometheus" else None),
-            events=events,
+            events=events, nodes=nodes, hpas=hpas, recorder=recorder,
         )
 
     def reset(self) -> None:
@@ -594,6 +668,7 @@ class Recommender:
         self._applied_pods: dict[PodId, PodView] = {}
         self._written: dict[tuple[str, str], tuple[str, VpaStatus]] = {}
         self._ooms.clear()
+        self._oom_pods.clear()
         self._last_oom.clear()
         self._last_checkpoint_gc: float | None = None
         self.loops = 0
@@ -623,6 +698,9 @@ class Recommender:
                 continue
             seen[kill.container_id.container_name] = kill.timestamp
             self._ooms.append(kill)
+            if self.oom_trigger is not None:
+                self._oom_pods[kill.container_id.pod] = new.labels
+                self.oom_trigger.fire(f"{new.namespace}/{new.name}")
 
     def _on_eviction_event(self, event: EventView) -> None:
         """OOMs from a memory-pressure eviction (spec §3.2), once per event uid."""
@@ -832,6 +910,13 @@ class Recommender:
                     report.samples_skipped += 1  # not tracked: Pending, init container, memory saver
             if pacer.due():
                 await pacer.pause()
+        self._apply_ooms(report)
+
+    def _apply_ooms(self, report: LoopReport) -> None:
+        """The OOMs observed since they were last applied, into the memory histories."""
+        cluster = self.core.cluster
+        quality = self.metrics.quality
+        self._oom_pods.clear()
         while self._ooms:
             kill = self._ooms.popleft()
             try:
@@ -860,17 +945,49 @@ class Recommender:
             if pacer.due():
                 await pacer.pause()
 
-    async def _update_vpas(self, report: LoopReport, now: float) -> None:
-        """Compute every VPA's status (paced, in this task) and hand the changed ones to the writers."""
+    async def react_to_ooms(self) -> LoopReport:
+        """The prompt OOM pass (`--recommend-on-oom`): apply the OOMs queued since the last loop and
+        rewrite the status of the VPAs whose pods were OOM-killed, without waiting for the next loop. Does
+        nothing before the first loop (the pods and VPAs are not known yet: the loop applies them)."""
+        report = LoopReport()
+        if self.loops == 0 or not self._ooms:
+            return report
+        pods = dict(self._oom_pods)
+        self._apply_ooms(report)
+        keys = set()
+        for key, tracked in self._tracked.items():
+            selector = tracked.resolution.selector
+            if selector is None or tracked.resolution.unsupported is not None:
+                continue
+            if any(pod.namespace == key[0] and selector.matches(labels) for pod, labels in pods.items()):
+                keys.add(key)
+        if keys:
+            await self._update_vpas(report, self._clock.now(), only=keys)
+        log.info("recommender_oom_pass_done", recommender=self.settings.recommender_name, ooms=report.ooms,
+                 vpas=len(keys), status_writes=report.status_writes)
+        return report
+
+    async def _update_vpas(self, report: LoopReport, now: float,
+                           only: set[tuple[str, str]] | None = None) -> None:
+        """Compute every VPA's status (or those in `only`; paced, in this task) and hand the changed ones
+        to the writers."""
         cluster = self.core.cluster
         core = self.core
         counts: dict[tuple[str, str, str, str], int] = {}
         report.vpa_object_counts = counts  # partial counts survive a failure half-way
         quality = self.metrics.quality
         pacer = _Pacer(self._chunk_budget_s)
+        nodes = self._nodes.list() if self._nodes is not None else None
+        # HPAs by (namespace, kind, name) of their target: each VPA looks at its own target's only.
+        hpas: dict[tuple[str, str, str], list[HpaView]] = {}
+        for hpa in self._hpas.list() if self._hpas is not None else ():
+            hpas.setdefault((hpa.namespace, hpa.target_kind, hpa.target_name), []).append(hpa)
+        losers = vpa_conflicts(self._vpas.list())
 
         async def produce(put: Callable[[tuple[tuple[str, str], VpaStatus]], Awaitable[None]]) -> None:
             for key, tracked in list(self._tracked.items()):
+                if only is not None and key not in only:
+                    continue
                 view = tracked.view
                 try:
                     recommendation = compute_recommendation(view, cluster.merged_states(*key),
@@ -879,6 +996,10 @@ class Recommender:
                     for change in cluster.update_last_recommendation(
                             *key, {c.container_name: c.uncapped_target for c in recommendation.containers}):
                         quality.observe_change(change)
+                    ref = view.target_ref
+                    near = hpas.get((view.namespace, ref.kind, ref.name), []) if ref is not None else []
+                    recommendation, own = self._own_conditions(report, view, recommendation, nodes, near,
+                                                               losers.get(key))
                 except Exception:
                     log.exception("recommender_vpa_failed", vpa=view.key)
                     continue
@@ -892,6 +1013,8 @@ class Recommender:
                 conditions = next_conditions(old.conditions, unsupported=tracked.resolution.unsupported,
                                              pods_matched=pods_matched, has_recommendation=has_recommendation,
                                              now=now)
+                conditions, raised = with_own_conditions(conditions, own, now)
+                self._send_events(view, raised, conditions)
                 status = VpaStatus(recommendation, conditions, view.generation)
                 mode = view.update_policy.update_mode
                 label = (mode.value if mode is not None else "", str(has_recommendation).lower(),
@@ -924,6 +1047,50 @@ class Recommender:
 
         await _produce_and_write(produce, write, self.settings.update_worker_count)
         report.vpa_object_counts = counts
+
+    def _own_conditions(self, report: LoopReport, view: VpaView, recommendation: Recommendation,
+                        nodes: list[NodeView] | None, hpas: Iterable[HpaView], winner: VpaView | None,
+                        ) -> tuple[Recommendation, dict[str, tuple[str, str] | None]]:
+        """The recommendation capped to the largest node (with --cap-to-largest-node) and our own
+        conditions for `with_own_conditions`; counts them into the report for the gauges."""
+        wanted: dict[str, tuple[str, str] | None] = {}
+        if nodes is not None:
+            recommendation, cap = cap_to_largest_node(recommendation, nodes)
+            wanted[CAPPED_TO_NODE] = None if cap is None else (CAPPED_TO_NODE_REASON, cap.message())
+            report.capped_to_node += cap is not None
+        else:
+            wanted[CAPPED_TO_NODE] = None
+        if winner is not None:
+            ref = view.target_ref
+            target = f"{ref.kind}/{ref.name}" if ref is not None else "the target"
+            wanted[CONFLICTING_VPA] = (CONFLICTING_VPA_REASON, (
+                f"VPA {winner.name} also targets {target} and takes precedence for its pods (older, or "
+                f"as old and first by name): where both apply, the admission controller and the updater "
+                f"act on {winner.name}, not on this VPA; delete one of them"))
+            report.vpa_conflicts += 1
+        else:
+            wanted[CONFLICTING_VPA] = None
+        fights = hpa_conflicts(view, hpas, (c.container_name for c in recommendation.containers))
+        if fights:
+            wanted[CONFLICTING_HPA] = (CONFLICTING_HPA_REASON, (
+                "; ".join(f.describe() for f in fights)
+                + ", which this VPA also sizes: HPA utilization is measured against the requests the VPA "
+                  "changes, so the two will fight; scale the HPA on another metric or switch the "
+                  "resource off in the VPA's resource policy"))
+            report.hpa_conflicts += 1
+        else:
+            wanted[CONFLICTING_HPA] = None
+        return recommendation, wanted
+
+    def _send_events(self, view: VpaView, raised: Iterable[str], conditions: Iterable[Condition]) -> None:
+        if self._recorder is None:
+            return
+        by_type = {c.type: c for c in conditions}
+        ref = ObjectRef(kind="VerticalPodAutoscaler", namespace=view.namespace, name=view.name, uid=view.uid,
+                        api_version=VPA_API_VERSION)
+        for condition_type in raised:
+            condition = by_type[condition_type]
+            self._recorder.warning(ref, condition.reason, condition.message)
 
     async def _maintain_checkpoints(self, report: LoopReport, now: float, deadline: float) -> None:
         """Oldest-written VPAs first, until the deadline but at least one VPA per worker (spec §3.11).
@@ -1117,6 +1284,9 @@ async def run_loop(recommenders: Sequence[Recommender]) -> list[LoopReport]:
         metrics.vpa_objects.labels(update_mode=mode_label, has_recommendation=has_rec, api="v1",
                                    matches_pods=matches, unsupported_config=unsupported).set(n)
     metrics.aggregate_states.set(sum(len(rec.core.cluster.aggregates) for rec in recommenders))
+    metrics.capped_to_node.set(sum(report.capped_to_node for report in reports))
+    metrics.vpa_conflicts.set(sum(report.vpa_conflicts for report in reports))
+    metrics.hpa_conflicts.set(sum(report.hpa_conflicts for report in reports))
     for rec, report in zip(recommenders, reports, strict=True):
         rec.loops += 1
         rec.last_report = report
@@ -1222,6 +1392,11 @@ class RecommenderGroup:
         self._health = health
         self._background = tuple(background)
         self._shared = shared
+        self._passes = asyncio.Lock()  # the prompt OOM pass never overlaps a loop
+        first = self.recommenders[0].settings
+        self.oom_trigger = Trigger(clock, first.oom_reaction_delay_s) if first.recommend_on_oom else None
+        for rec in self.recommenders:
+            rec.oom_trigger = self.oom_trigger
 
     @classmethod
     def from_client(
@@ -1236,6 +1411,7 @@ class RecommenderGroup:
         clock: Clock,
         registry: CollectorRegistry,
         health: HealthState | None = None,
+        recorder: EventSink | None = None,
     ) -> RecommenderGroup:
         """One recommender per `settings.recommender_names`, on shared kube adapters and collectors."""
         namespace = common.vpa_object_namespace or None
@@ -1244,6 +1420,12 @@ class RecommenderGroup:
         resolver = TargetResolver(client, clock, namespace=namespace)
         status_writer = VpaStatusWriter(client)
         events = eviction_event_cache(client, clock, namespace)
+        background: list[Callable[[], Awaitable[None]]] = [events.run]
+        nodes = node_cache(client, clock) if settings.cap_to_largest_node else None
+        hpas = hpa_cache(client, clock, namespace) if settings.detect_hpa_conflicts else None
+        for cache in (nodes, hpas):
+            if cache is not None:
+                background.append(cache.run)
         reader = (PrometheusHistoryReader(settings.prometheus, namespace=common.vpa_object_namespace)
                   if settings.storage == "prometheus" else None)
         shared = _SharedReads(CheckpointStore(client, namespace), reader)
@@ -1257,11 +1439,11 @@ class RecommenderGroup:
                 ignored_namespaces=common.ignored_vpa_object_namespaces,
                 per_vpa_config=gates.per_vpa_config, hosted_names=names, collects_checkpoints=index == 0,
                 events=events, history=shared if reader is not None else None,
-                history_metrics=history_metrics,
+                history_metrics=history_metrics, nodes=nodes, hpas=hpas, recorder=recorder,
             )
             for index, name in enumerate(names)
         ]
-        return cls(recommenders, clock=clock, health=health, background=[events.run], shared=shared)
+        return cls(recommenders, clock=clock, health=health, background=background, shared=shared)
 
     def by_name(self, name: str) -> Recommender:
         for rec in self.recommenders:
@@ -1280,13 +1462,32 @@ class RecommenderGroup:
             return [await rec.restore() for rec in self.recommenders]
 
     async def run_once(self) -> list[LoopReport]:
-        return await run_loop(self.recommenders)
+        async with self._passes:
+            return await run_loop(self.recommenders)
+
+    async def react_to_ooms(self) -> list[LoopReport]:
+        """The prompt OOM pass of every recommender (see `Recommender.react_to_ooms`)."""
+        async with self._passes:
+            return [await rec.react_to_ooms() for rec in self.recommenders]
+
+    async def _react_forever(self) -> None:
+        """With `--recommend-on-oom`: a prompt OOM pass whenever the trigger fires."""
+        trigger = self.oom_trigger
+        if trigger is None:
+            return
+        trigger.clear()
+        while True:
+            if await trigger.wait(3600.0):
+                try:
+                    await self.react_to_ooms()
+                except Exception:
+                    log.exception("recommender_oom_pass_failed")
 
     async def run_forever(self) -> None:
         """The loop of every recommender on `--recommender-interval`, with the background inputs (the
         `Evicted` events watch) running for as long as this term lasts."""
         interval = self.recommenders[0].settings.recommender_interval_s
-        tasks = [asyncio.ensure_future(run()) for run in self._background]
+        tasks = [asyncio.ensure_future(run()) for run in (*self._background, self._react_forever)]
         try:
             await _tick_forever(self._clock, interval, self._health, self.reset, self.restore, self.run_once)
         finally:

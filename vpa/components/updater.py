@@ -45,6 +45,7 @@ import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from vpa.components.context import ComponentContext
+from vpa.components.triggering import Trigger
 from vpa.kube.actuating import Actuator, Outcome, Result
 from vpa.kube.controllers import KINDS, ControllerCaches
 from vpa.kube.eventing import EventRecorder, ObjectRef
@@ -56,6 +57,7 @@ from vpa.logic.inplace import Action, PodDecision, Reason, ResizeAttempt, in_pla
 from vpa.logic.limitranges import NamespaceLimits, namespace_limits
 from vpa.logic.matching import controller_key, controlling_vpa
 from vpa.logic.priority import ObservedCache
+from vpa.logic.reactive import prompts_in_place, resizes_only
 from vpa.logic.restrictions import GroupKey
 from vpa.logic.transitions import Transitions
 from vpa.logic.updateplan import PassInputs, VpaPlan, plan_vpa
@@ -302,8 +304,12 @@ class Updater:
         concurrency: int = 16,
         plan_in_thread_above: int = 1000,
         metrics: UpdaterMetrics | None = None,
+        trigger: Trigger | None = None,
     ) -> None:
         self.ctx = ctx
+        # Fired by `watch_recommendations` (registered once per process); None: tick-driven only.
+        self.trigger = trigger
+        self._passes = asyncio.Lock()  # a prompt pass never overlaps a loop
         self.settings: UpdaterSettings = ctx.settings.updater
         self.gates = ctx.settings.feature_gates
         self.controllers = controllers
@@ -341,6 +347,8 @@ class Updater:
         self.ctx.health.add_activity(COMPONENT, 5 * interval)
         while True:
             started = self.clock.monotonic()
+            if self.trigger is not None:
+                self.trigger.clear()  # this loop reads every VPA as it is now
             try:
                 # At least API_CALL_MIN_WALL_S of real time: on a fast virtual clock (`--clock=sim`) one
                 # interval is milliseconds, less than the loop's API calls take.
@@ -353,13 +361,57 @@ class Updater:
             except Exception:
                 log.exception("updater_loop_failed")
             self.ctx.health.record_activity(COMPONENT)
-            await self.clock.sleep(max(0.0, interval - (self.clock.monotonic() - started)))
+            await self._until_next_tick(started + interval)
+
+    async def _until_next_tick(self, deadline: float) -> None:
+        """Sleep until `deadline` (monotonic); with a trigger, run a prompt pass whenever it fires."""
+        while (remaining := deadline - self.clock.monotonic()) > 0:
+            if self.trigger is None:
+                await self.clock.sleep(remaining)
+                return
+            keys = await self.trigger.wait(remaining)
+            if not keys:
+                continue
+            try:
+                await call_with_deadline(self.clock, self.settings.updater_interval_s, self.run_prompt(keys),
+                                         min_wall_s=API_CALL_MIN_WALL_S)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("updater_prompt_pass_failed")
 
     async def run_once(self) -> LoopReport:
-        try:
-            return await self._run_once()
-        finally:
-            self._loops += 1
+        async with self._passes:
+            try:
+                return await self._run_once()
+            finally:
+                self._loops += 1
+
+    async def run_prompt(self, keys: Iterable[str]) -> LoopReport:
+        """A prompt pass for the VPAs `keys` (`namespace/name`) whose recommendation changed: the same
+        matching, capping and plan as a loop, but only their in-place resizes are executed
+        (`vpa.logic.reactive.resizes_only`); evictions, gauges and the forgetting of gone pods stay with
+        the loop."""
+        async with self._passes:
+            report = LoopReport()
+            if self.lease is not None and not await self.lease.is_fresh():
+                report.skipped = SKIPPED_ADMISSION_STALE
+                return report
+            # Every active VPA takes part in matching, so a pod still goes to its controlling VPA.
+            active = {vpa.key: vpa for vpa in self.ctx.vpas.list() if acts_for(vpa)}
+            wanted = {key for key in keys if key in active and active[key].effective_mode.resizes_in_place}
+            if not wanted:
+                return report
+            work, _ = await self._match(active)
+            work = {key: entry for key, entry in work.items() if key in wanted}
+            await self._plan(work, report)
+            for entry in work.values():
+                if entry.plan is not None:
+                    entry.plan = resizes_only(entry.plan)
+            await self._execute(work, report)
+            log.info("updater_prompt_pass_done", vpas=sorted(wanted), resized=len(report.resized),
+                     failed=len(report.failed))
+            return report
 
     async def _run_once(self) -> LoopReport:
         report = LoopReport()
@@ -761,17 +813,44 @@ def _vpa_ref(vpa: VpaView) -> ObjectRef:
     )
 
 
+def watch_recommendations(ctx: ComponentContext) -> Trigger | None:
+    """With `--in-place-on-recommendation`, a trigger fired (with the VPA's key) by every VPA add or update
+    that `vpa.logic.reactive.prompts_in_place` says deserves a prompt pass; registered on the shared VPA
+    cache, so call it once per process."""
+    settings = ctx.settings.updater
+    if not settings.in_place_on_recommendation:
+        return None
+    trigger = Trigger(ctx.clock, settings.in_place_reaction_delay_s)
+
+    def on_update(old: VpaView, new: VpaView) -> None:
+        if prompts_in_place(old, new):
+            trigger.fire(new.key)
+
+    def on_add(new: VpaView) -> None:
+        if prompts_in_place(None, new):
+            trigger.fire(new.key)
+
+    ctx.vpas.on_update(on_update)
+    ctx.vpas.on_add(on_add)
+    return trigger
+
+
 def build(ctx: ComponentContext) -> Callable[[], Awaitable[None]]:
-    """`ComponentSpec.build` for the updater: metrics registered once, a fresh updater per leadership term."""
+    """`ComponentSpec.build` for the updater: metrics and the recommendation trigger set up once, a fresh
+    updater per leadership term."""
     metrics = UpdaterMetrics(ctx.registry)
+    trigger = watch_recommendations(ctx)
 
     async def term() -> None:
-        await run(ctx, metrics=metrics)
+        if trigger is not None:
+            trigger.clear()  # changes seen while not leading are covered by the term's first loop
+        await run(ctx, metrics=metrics, trigger=trigger)
 
     return term
 
 
-async def run(ctx: ComponentContext, *, metrics: UpdaterMetrics | None = None) -> None:
+async def run(ctx: ComponentContext, *, metrics: UpdaterMetrics | None = None,
+              trigger: Trigger | None = None) -> None:
     """The updater's elected work: its own controller/LimitRange caches and event recorder, then the loop."""
     namespace = ctx.settings.common.vpa_object_namespace or None
     controllers = ControllerCaches(ctx.client, ctx.clock, namespace=namespace)
@@ -779,7 +858,7 @@ async def run(ctx: ComponentContext, *, metrics: UpdaterMetrics | None = None) -
     background = [asyncio.ensure_future(controllers.run()), asyncio.ensure_future(events.run())]
     try:
         await controllers.wait_synced()
-        await Updater(ctx, controllers, events=events, metrics=metrics).run_forever()
+        await Updater(ctx, controllers, events=events, metrics=metrics, trigger=trigger).run_forever()
     finally:
         with contextlib.suppress(Exception):
             await asyncio.wait_for(events.flush(), timeout=1.0)

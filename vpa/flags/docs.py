@@ -255,5 +255,10 @@ def render_feature_gates_markdown() -> str:
         "",
         "The `InPlaceOrRecreate` gate of earlier releases (alpha 1.4, beta 1.5, GA 1.6) was removed in 1.7:",
         "`updateMode: InPlaceOrRecreate` needs no gate, and naming the gate is an error, as upstream.",
+        "",
+        "Behaviour of our own that goes beyond upstream is switched by flags of our own, not by gates (a",
+        "gate name would clash with whatever upstream later names its own): `--cap-to-largest-node` (off),",
+        "`--detect-hpa-conflicts`, `--recommend-on-oom` and `--in-place-on-recommendation` (on); see",
+        "docs/flags.md. None of them adds a field to the VPA objects.",
     ]
     return "\n".join(lines) + "\n"

@@ -432,6 +432,20 @@ RUN_FLAGS: Final[tuple[FlagDef, ...]] = (
     FlagDef("container-recommendation-max-allowed-memory", MEMORY_QUANTITY, _R, "Maximum memory recommended "
             "for a container; a VPA's own maxAllowed takes precedence.",
             "recommender.container_recommendation_max_allowed_memory_bytes"),
+    FlagDef("cap-to-largest-node", BOOL, _R, "Cap every recommendation so the pod's summed targets fit the "
+            "allocatable of the largest schedulable node (watches Nodes); the VPA gets the condition "
+            "CappedToNode and a CappedToLargestNode event.", "recommender.cap_to_largest_node", addition=True,
+            note="Ours. Applies after the max-allowed caps; needs list/watch on nodes."),
+    FlagDef("detect-hpa-conflicts", BOOL, _R, "Watch autoscaling/v2 HPAs and give a VPA the condition "
+            "ConflictingHPA (and an event) when an HPA scales its target on cpu or memory it controls.",
+            "recommender.detect_hpa_conflicts", addition=True,
+            note="Ours. Needs list/watch on horizontalpodautoscalers."),
+    FlagDef("recommend-on-oom", BOOL, _R, "After an OOM kill, recompute and write the recommendations of the "
+            "VPAs the pod belongs to at once (after --oom-reaction-delay) instead of at the next loop.",
+            "recommender.recommend_on_oom", addition=True,
+            note="Ours. Upstream applies OOMs at the next --recommender-interval."),
+    FlagDef("oom-reaction-delay", DURATION, _R, "How long the prompt OOM pass waits for more OOM kills to "
+            "join it.", "recommender.oom_reaction_delay_s", addition=True, note="Ours."),
     FlagDef("use-external-metrics", BOOL, _R, "ALPHA. Read usage from an external metrics provider instead "
             "of metrics-server.", "recommender.use_external_metrics"),
     FlagDef("external-metrics-cpu-metric", STRING, _R, "ALPHA. External metric for CPU usage.",
@@ -481,6 +495,14 @@ RUN_FLAGS: Final[tuple[FlagDef, ...]] = (
             "recommender.prometheus.bearer_token_file"),
     # --- updater ----------------------------------------------------------------------------------------
     FlagDef("updater-interval", DURATION, _U, "How often the updater runs.", "updater.updater_interval_s"),
+    FlagDef("in-place-on-recommendation", BOOL, _U, "When the recommendation of an InPlaceOrRecreate or "
+            "InPlace VPA changes, run a prompt pass that only resizes in place (every budget and rate limit "
+            "applies; evictions wait for the next loop) instead of waiting for --updater-interval.",
+            "updater.in_place_on_recommendation", addition=True,
+            note="Ours. Upstream acts only every --updater-interval."),
+    FlagDef("in-place-reaction-delay", DURATION, _U, "How long a prompt in-place pass waits for more "
+            "recommendation changes to join it; also the least gap between two prompt passes.",
+            "updater.in_place_reaction_delay_s", addition=True, note="Ours."),
     FlagDef("min-replicas", INT, _U, "Minimum number of live replicas for pods of a workload to be "
             "evicted; a VPA's minReplicas overrides it.", "updater.min_replicas"),
     FlagDef("eviction-tolerance", FLOAT, _U, "Fraction of a workload's replicas that may be evicted per "

@@ -348,6 +348,15 @@ class RecommenderSettings:
     """Global cap on a container's CPU recommendation; a VPA's own `maxAllowed` wins. None: no cap."""
     container_recommendation_max_allowed_memory_bytes: int | None = None
     """Global cap on a container's memory recommendation; a VPA's own `maxAllowed` wins. None: no cap."""
+    cap_to_largest_node: bool = False
+    """Ours: cap every recommendation so the pod fits the largest schedulable node's allocatable."""
+    detect_hpa_conflicts: bool = True
+    """Ours: watch autoscaling/v2 HPAs and flag VPAs whose target an HPA scales on a controlled resource."""
+    recommend_on_oom: bool = True
+    """Ours: an OOM kill triggers a prompt pass that rewrites the affected VPAs' recommendations."""
+    oom_reaction_delay_s: float = 1.0
+    """Ours: how long that pass waits for more OOMs to join it."""
+    """Ours: watch autoscaling/v2 HPAs and flag VPAs whose target an HPA scales on a controlled resource."""
     use_external_metrics: bool = False
     """Read usage from `external.metrics.k8s.io` instead of `metrics.k8s.io`."""
     external_metrics_cpu_metric: str = ""
@@ -369,6 +378,8 @@ class RecommenderSettings:
                 f"--recommender-name must be one name or a comma-separated list of names, not "
                 f"{self.recommender_name!r}"
             )
+        if self.oom_reaction_delay_s < 0:
+            raise SettingsError("--oom-reaction-delay must not be negative")
         duplicates = sorted({name for name in names if names.count(name) > 1})
         if duplicates:
             raise SettingsError(f"--recommender-name names {duplicates[0]!r} more than once")
@@ -469,12 +480,19 @@ class UpdaterSettings:
     """Minimum pod age for updates when requests are within the recommended range."""
     evict_after_oom_threshold_s: float = 600.0
     """A pod OOM-killed within this time of starting is updated at once."""
+    in_place_on_recommendation: bool = True
+    """Ours: a changed recommendation of an in-place VPA triggers a prompt pass (resizes only) instead of
+    waiting for the next tick."""
+    in_place_reaction_delay_s: float = 1.0
+    """Ours: how long a prompt pass waits for more changes to join it (also the least gap between two)."""
     leader_election: LeaderElectionSettings = field(default_factory=_updater_lease)
     """The updater's own Lease (`vpa-updater`)."""
 
     def __post_init__(self) -> None:
         if self.admission_controller_status_lease_timeout_s <= 0:
             raise SettingsError("--admission-controller-status-lease-timeout must be greater than 0")
+        if self.in_place_reaction_delay_s < 0:
+            raise SettingsError("--in-place-reaction-delay must not be negative")
 
 
 # --- admission controller -------------------------------------------------------------------------------

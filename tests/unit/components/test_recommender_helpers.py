@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from vpa.components.recommender import next_conditions, ooms_from_pod_update
+from vpa.components.recommender import next_conditions, ooms_from_pod_update, with_own_conditions
 from vpa.logic.recommender_cluster import ContainerId, PodId
 from vpa.model.pod import ContainerStatusView, ContainerView, PodView
 from vpa.model.resources import Resources
@@ -92,3 +92,31 @@ def test_oom_seen_as_a_terminated_state_uses_its_finish_time_and_the_new_request
 )
 def test_updates_that_reveal_no_new_oom(old: PodView, new: PodView) -> None:
     assert ooms_from_pod_update(old, new) == []
+
+
+OWN_CASES = [
+    # (case, previous conditions, wanted, expected types with status/message, events due)
+    ("raised", (), {"CappedToNode": ("R", "m1")}, {"CappedToNode": "m1"}, ["CappedToNode"]),
+    ("unchanged: no new event", (Condition("CappedToNode", "True", 5.0, "R", "m1"),),
+     {"CappedToNode": ("R", "m1")}, {"CappedToNode": "m1"}, []),
+    ("message changed: event again", (Condition("CappedToNode", "True", 5.0, "R", "m1"),),
+     {"CappedToNode": ("R", "m2")}, {"CappedToNode": "m2"}, ["CappedToNode"]),
+    ("cleared", (Condition("ConflictingHPA", "True", 5.0, "R", "m"),), {"ConflictingHPA": None}, {}, []),
+    ("others kept", (Condition("RecommendationProvided", "True", 5.0, "", ""),), {"ConflictingVPA": None},
+     {"RecommendationProvided": ""}, []),
+]
+
+
+@pytest.mark.parametrize(("previous", "wanted", "expected", "events"), [c[1:] for c in OWN_CASES],
+                         ids=[c[0] for c in OWN_CASES])
+def test_with_own_conditions(previous: tuple[Condition, ...], wanted: dict[str, tuple[str, str] | None],
+                             expected: dict[str, str], events: list[str]) -> None:
+    conditions, raised = with_own_conditions(previous, wanted, 9.0)
+    assert {c.type: c.message for c in conditions} == expected
+    assert raised == events
+
+
+def test_own_condition_keeps_its_transition_time() -> None:
+    previous = (Condition("CappedToNode", "True", 5.0, "R", "m1"),)
+    (condition,), _ = with_own_conditions(previous, {"CappedToNode": ("R", "m2")}, 9.0)
+    assert condition.last_transition_time == 5.0
