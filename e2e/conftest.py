@@ -395,15 +395,16 @@ def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 def chart_rbac_kubeconfig(cluster: Cluster) -> Path:
     """A kubeconfig for the chart's ServiceAccount, bound to the RBAC `helm template` renders, nothing more.
 
-    Rendered into the webhook Service's namespace with leader election on, as a chart install with more than
-    one replica would be; the suite's `vpa run` processes then hold exactly the chart's permissions.
+    Rendered into the webhook Service's namespace with leader election and `--cap-to-largest-node` on, as a
+    chart install with more than one replica and node-aware caps would be; the suite's `vpa run` processes
+    then hold exactly the chart's permissions.
     """
     if not HELM.exists():
         raise AssertionError(f"helm not found at {HELM.relative_to(REPO)}: run `make tools` first")
     namespace = WEBHOOK_SERVICE.split("/")[0]
     rendered = subprocess.run(
         [str(HELM), "template", "vpa", str(REPO / "charts" / "vpa"), "-n", namespace,
-         "--set", "leaderElection.enabled=true"],
+         "--set", "leaderElection.enabled=true", "--set", "recommender.flags.cap-to-largest-node=true"],
         capture_output=True, text=True, check=True, timeout=60,
     ).stdout  # fmt: skip
     rbac_kinds = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}

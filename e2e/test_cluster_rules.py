@@ -12,7 +12,17 @@ from typing import Any
 
 import pytest
 
-from e2e.conftest import REPO, Cluster, VpaRunFactory, events_for, live_pods, pods_when, recommendation
+from e2e.conftest import (
+    MANIFESTS,
+    REPO,
+    Cluster,
+    VpaRunFactory,
+    events_for,
+    live_pods,
+    pods_when,
+    recommendation,
+)
+from vpa.model.quantity import Quantity
 
 EXAMPLES = sorted((REPO / "docs" / "examples").glob("*.yaml"))
 
@@ -115,6 +125,45 @@ def test_a_recommendation_larger_than_any_node_leaves_the_recreated_pod_pending(
     assert pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "100"
     message = next(c["message"] for c in pod["status"]["conditions"] if c["type"] == "PodScheduled")
     assert "Insufficient cpu" in message, message
+
+
+def test_capped_to_the_largest_node_the_recreated_pods_run(
+    sim: Cluster, vpa_run: VpaRunFactory, namespace: str
+) -> None:
+    sim.require_sim("needs nodes of a known size (the suite's two 4-CPU nodes)")
+    vpa_run(extra=["--cap-to-largest-node=true"])
+    # The workload uses ten cores: its recommendation (about 11.5 cores) fits no node.
+    hungry = (MANIFESTS / "hamster.yaml").read_text().replace('"value": "500m"', '"value": "10"')
+    sim.apply(hungry, namespace)
+    pods = sim.wait_for("two running pods", lambda: pods_when(sim, namespace, 2))
+    uids = {p["metadata"]["uid"] for p in pods}
+    sim.apply_file("vpa-recreate.yaml", namespace)
+
+    def capped() -> dict[str, Any] | None:
+        conds = (sim.get_json("vpa", "hamster-vpa", "-n", namespace).get("status") or {}).get(
+            "conditions"
+        ) or []
+        return next((c for c in conds if c["type"] == "CappedToNode" and c["status"] == "True"), None)
+
+    condition = sim.wait_for("the CappedToNode condition", capped, timeout_s=120)
+    assert "cpu" in condition["message"], condition
+    rec = recommendation(sim, namespace)
+    assert rec is not None
+    assert rec["target"]["cpu"] == "4", rec
+    assert Quantity.parse(rec["uncappedTarget"]["cpu"]).millis > 4000, rec
+
+    def replaced_and_running() -> list[dict[str, Any]] | None:
+        current = pods_when(sim, namespace, 2)
+        if not current or {p["metadata"]["uid"] for p in current} & uids:
+            return None
+        return current
+
+    fresh = sim.wait_for(
+        "both pods recreated with the capped target, running", replaced_and_running, timeout_s=180
+    )
+    for pod in fresh:
+        assert pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "4"
+    assert events_for(sim, namespace, "CappedToLargestNode")
 
 
 def test_the_vpa_crds_and_every_documented_example_are_accepted(sim: Cluster, namespace: str) -> None:
