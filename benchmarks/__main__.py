@@ -23,6 +23,7 @@ BENCHMARKS: dict[str, str] = {
     "webhook_during_recommender": "benchmarks.webhook_during_recommender",
     "updater_inplace_e2e": "benchmarks.updater_inplace_e2e",
     "control_plane": "benchmarks.control_plane",
+    "run_scale": "benchmarks.run_scale",
 }
 
 

@@ -86,7 +86,7 @@ async def test_checkpoints_spread_over_loops(monkeypatch: pytest.MonkeyPatch, vp
 
 async def test_checkpoint_writing_stops_before_the_next_tick() -> None:
     clock = VirtualClock(start=T0)
-    rec, sink = _recommender(40, clock)
+    rec, _ = _recommender(40, clock)
     # The next tick is already (nearly) due: only the guaranteed one VPA per worker is written.
     report = await rec.run_once(next_loop_at=clock.monotonic() + 1.0)
     assert report.checkpoints_written == rec.settings.update_worker_count

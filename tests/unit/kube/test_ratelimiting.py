@@ -133,14 +133,16 @@ async def test_server_pacing_limits_requests_in_flight_in_arrival_order() -> Non
     tasks = [asyncio.create_task(request(n)) for n in range(4)]
     await asyncio.sleep(0)
     await asyncio.sleep(0)
-    assert order == [0, 1] and pacing.in_flight == 2
+    assert order == [0, 1]
+    assert pacing.in_flight == 2
     pacing.leave(throttled=False)
     await asyncio.sleep(0)
     assert order == [0, 1, 2]
     tasks[3].cancel()  # a waiter that gives up frees its place in the queue
     pacing.leave(throttled=False)
     await asyncio.gather(*tasks, return_exceptions=True)
-    assert order == [0, 1, 2] and pacing.in_flight == 1
+    assert order == [0, 1, 2]
+    assert pacing.in_flight == 1
 
 
 async def test_server_pacing_hold_delays_new_requests_until_retry_after() -> None:
