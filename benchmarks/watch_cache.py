@@ -199,8 +199,8 @@ def run(pods: int = 50_000, page_size: int = 500) -> list[tuple[str, str, str, s
 
 def print_table(title: str, rows: list[tuple[str, str, str, str]]) -> None:
     print(f"\n{title}")
-    print("  leaves out: TLS (plain HTTP on loopback) and the event-loop stall; LIST and relist over "
-          "HTTPS with their stalls: `python -m benchmarks.run_scale`")
+    print("  leaves out: TLS (plain HTTP on loopback) and relists; LIST and relist over HTTPS: "
+          "`python -m benchmarks.run_scale`")
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     for row in rows:
         print("  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())

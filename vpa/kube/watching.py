@@ -80,7 +80,10 @@ _gc_was_enabled = False
 def _gc_paused() -> Iterator[None]:
     """The cyclic GC off while any cache LISTs (nested and interleaved LISTs share one pause): parsing tens
     of MB allocates millions of objects, and the GC would otherwise run full collections over the growing
-    cache again and again (4x slower, see research/tooling.md §2)."""
+    cache again and again (4x slower, see research/tooling.md §2). When the last LIST ends, what was
+    allocated meanwhile is frozen (moved out of the GC's generations; reference counting still frees it)
+    before the GC resumes: the young collection that would otherwise follow at once scans every object the
+    LIST created, 110 ms at 50,000 pods, and the parsed objects hold no reference cycles."""
     global _gc_pauses, _gc_was_enabled
     if _gc_pauses == 0:
         _gc_was_enabled = gc.isenabled()
@@ -91,6 +94,7 @@ def _gc_paused() -> Iterator[None]:
     finally:
         _gc_pauses -= 1
         if _gc_pauses == 0 and _gc_was_enabled:
+            gc.freeze()
             gc.enable()
 
 
