@@ -27,6 +27,7 @@ BENCHMARKS: dict[str, str] = {
     "reactive_inplace": "benchmarks.reactive_inplace",
     "control_plane": "benchmarks.control_plane",
     "faults": "benchmarks.faults",
+    "run_scale": "benchmarks.run_scale",
 }
 
 

@@ -156,6 +156,8 @@ def main(argv: list[str]) -> int:
     vpa_skips = collections.Counter(plan.skip_reason.value for plan in plans if plan.skip_reason is not None)
     ok = best <= TARGET_SECONDS
     print(f"updater decision pass: {args.vpas} VPAs, {pods} pods")
+    print("  leaves out: matching pods to VPAs and filtering them (about 0.19 s and 0.16 s per pass at "
+          "50,000 pods, measured ad hoc), the API reads and the evictions/resizes; times planning only")
     print(f"  {'best of ' + str(args.repeat):<28} {best:8.3f} s   target ≤ {TARGET_SECONDS:.1f} s   "
           f"{'OK' if ok else 'MISSED'}")  # fmt: skip
     print(f"  {'per pod':<28} {best / pods * 1e6:8.2f} µs")

@@ -82,6 +82,8 @@ async def _run(vpas: int, duration_s: float) -> int:
             busy = _latencies(busy_text)
 
     print(f"wrk -t1 -c1, {duration_s:g} s per run, HTTPS keep-alive, {len(body)} B pod review")
+    print("  leaves out: the recommender's API traffic (in-memory sinks, ready-built metrics) and any "
+          "relist; with both, over HTTPS: `python -m benchmarks.run_scale`")
     print(f"{'recommender':<22}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}")
     for label, row in (("idle", idle), (f"looping ({len(loops)} loops done)", busy)):
         print(f"{label:<22}{row['p50']:>9.2f}{row['p99']:>9.2f}{row['max']:>9.2f}")

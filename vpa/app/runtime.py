@@ -152,6 +152,7 @@ class Runtime:
         options = ClientOptions(
             qps=s.common.kube_api_qps,
             burst=max(1, int(s.common.kube_api_burst)),
+            server_pacing=s.common.kube_api_server_pacing,
             user_agent=f"vpa/{__version__}",
         )
         self.client = await _connect(
@@ -330,8 +331,10 @@ class Runtime:
         await asyncio.gather(*(cache.wait_synced() for cache in self.caches.all))
         if not self._gc_frozen:
             # The initial sync leaves hundreds of thousands of long-lived objects; moving them out of the
-            # cyclic GC's generations keeps later collections (and the loop stalls they cause) short.
-            gc.collect()
+            # cyclic GC's generations keeps later collections (and the loop stalls they cause) short. No
+            # full collection first: at 50,000 pods it held the loop 100+ ms (the webhook may be serving by
+            # now), and the start-up garbage it would free is small (the LISTs are parsed into acyclic
+            # objects with the GC paused).
             gc.freeze()
             self._gc_frozen = True
             # From now on full collections run on a schedule, not in the middle of a recommender loop.

@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import heapq
+import itertools
 import math
 import time
 from collections import OrderedDict, deque
@@ -101,6 +102,10 @@ STEPS: Final = ("LoadVPAs", "LoadPods", "LoadMetrics", "DeleteRemovedPods", "Upd
                 "MaintainCheckpoints", "GarbageCollect", "total")
 OOM_QUEUE_SIZE: Final = 5000  # upstream's OOM channel capacity
 SEEN_EVENTS_SIZE: Final = 10000  # eviction events remembered for de-duplication
+_NEXT_LOOP_MARGIN_S: Final = 5.0  # checkpoint writing ends this long before the next tick (at most)...
+_NEXT_LOOP_MARGIN_FRACTION: Final = 0.1  # ...or this fraction of the interval, if smaller
+_CHECKPOINT_SPREAD_MIN: Final = 1000  # up to this many VPAs' checkpoints are written every loop (upstream)...
+_CHECKPOINT_SPREAD_LOOPS: Final = 10  # ...beyond it, each loop writes the oldest 1/this of them
 _SORT_RUN: Final = 1000  # checkpoint candidates sorted in one call (about 1 ms), the runs merged lazily
 NO_PODS_MATCHED_REASON: Final = "NoPodsMatched"
 NO_PODS_MATCHED_MESSAGE: Final = "No pods match this VPA object"
@@ -716,8 +721,8 @@ class Recommender:
     # ------------------------------------------------------------------------------------ running
 
     async def run_forever(self) -> None:
-        """Restore from checkpoints, then `run_once` on every tick of `--recommender-interval` (the first
-        one an interval after start, as upstream's ticker). Health activity is reported per loop."""
+        """Restore from checkpoints, then `run_once` at once and on every tick of `--recommender-interval`
+        after that (upstream's ticker waits an interval first). Health activity is reported per loop."""
         await _tick_forever(self._clock, self.settings.recommender_interval_s, self._health,
                             self.reset, self.restore, self.run_once)
 
@@ -779,10 +784,10 @@ class Recommender:
                         error=str(err))
             return []
 
-    async def run_once(self) -> LoopReport:
+    async def run_once(self, next_loop_at: float | None = None) -> LoopReport:
         """One loop. Each step's failure is logged and the loop goes on; nothing here raises for API
-        errors."""
-        return (await run_loop([self]))[0]
+        errors. `next_loop_at` (the clock's monotonic time of the next tick) bounds checkpoint writing."""
+        return (await run_loop([self], next_loop_at))[0]
 
     def _steps(self, report: LoopReport, now: float, deadline: float,
                live_pods: set[PodId]) -> dict[str, Callable[[], Awaitable[None]]]:
@@ -985,7 +990,16 @@ class Recommender:
         losers = vpa_conflicts(self._vpas.list())
 
         async def produce(put: Callable[[tuple[tuple[str, str], VpaStatus]], Awaitable[None]]) -> None:
-            for key, tracked in list(self._tracked.items()):
+            # VPAs without a recommendation in the API first: when writes queue (a first loop, a throttling
+            # server), a first recommendation matters more than a refreshed one.
+            first: list[tuple[tuple[str, str], _TrackedVpa]] = []
+            rest: list[tuple[tuple[str, str], _TrackedVpa]] = []
+            for item in list(self._tracked.items()):
+                recommended = item[1].view.status.recommendation
+                (rest if recommended is not None and not recommended.is_empty() else first).append(item)
+                if pacer.due():
+                    await pacer.pause()
+            for key, tracked in itertools.chain(first, rest):
                 if only is not None and key not in only:
                     continue
                 view = tracked.view
@@ -1093,7 +1107,8 @@ class Recommender:
             self._recorder.warning(ref, condition.reason, condition.message)
 
     async def _maintain_checkpoints(self, report: LoopReport, now: float, deadline: float) -> None:
-        """Oldest-written VPAs first, until the deadline but at least one VPA per worker (spec §3.11).
+        """Oldest-written VPAs first, until the deadline but at least one VPA per worker (spec §3.11), and
+        beyond 1,000 VPAs at most a tenth of them per loop.
         Checkpoint content is computed here, paced; the workers only write."""
         cluster = self.core.cluster
         workers = max(1, self.settings.update_worker_count)
@@ -1114,9 +1129,14 @@ class Recommender:
                 await pacer.pause()
         order = heapq.merge(*runs)
         Job = tuple[tuple[str, str], list[tuple[str, dict[str, object], dict[str, str]]]]
+        # Spread over loops: beyond _CHECKPOINT_SPREAD_MIN VPAs, a loop writes the oldest tenth (each VPA's
+        # checkpoints are then refreshed every 10 loops) instead of as many as the deadline allows.
+        budget = max(workers, _CHECKPOINT_SPREAD_MIN, math.ceil(len(candidates) / _CHECKPOINT_SPREAD_LOOPS))
 
         async def produce(put: Callable[[Job], Awaitable[None]]) -> None:
             for produced, (_, key) in enumerate(order):
+                if produced >= budget:
+                    return
                 if produced >= workers and self._clock.monotonic() >= deadline:
                     return
                 try:
@@ -1229,17 +1249,26 @@ async def _fetch_metrics(source: MetricsSource, metrics: RecommenderMetrics,
     return read
 
 
-async def run_loop(recommenders: Sequence[Recommender]) -> list[LoopReport]:
+async def run_loop(recommenders: Sequence[Recommender],
+                   next_loop_at: float | None = None) -> list[LoopReport]:
     """One loop of every recommender hosted together, step by step (each step for all of them before the
     next), so that the shared inputs are read once: one PodMetrics LIST feeds every recommender, and each
     step is timed once in `vpa_recommender_execution_latency_seconds`. The first recommender's clock,
-    metrics source and collectors serve the whole set (a group builds them shared)."""
+    metrics source and collectors serve the whole set (a group builds them shared).
+
+    Checkpoint writing stops at `--checkpoints-timeout` after the loop's start (upstream) or, if sooner, a
+    little before `next_loop_at`, so that checkpoint writes never push the next loop's metrics read and
+    status writes back a tick: checkpoints not written this loop go first in the next (oldest first)."""
     first = recommenders[0]
     metrics = first.metrics
     reports = [LoopReport() for _ in recommenders]
     started = time.perf_counter()
     now = first._clock.now()
     deadline = first._clock.monotonic() + first.settings.checkpoints_timeout_s
+    if next_loop_at is not None:
+        interval = first.settings.recommender_interval_s
+        margin = min(_NEXT_LOOP_MARGIN_S, _NEXT_LOOP_MARGIN_FRACTION * interval)
+        deadline = min(deadline, next_loop_at - margin)
     parts = [rec._steps(report, now, deadline, set())
              for rec, report in zip(recommenders, reports, strict=True)]
     read: list[MetricsRead] = []
@@ -1302,19 +1331,21 @@ async def run_loop(recommenders: Sequence[Recommender]) -> list[LoopReport]:
 
 async def _tick_forever(clock: Clock, interval: float, health: HealthState | None, reset: Callable[[], None],
                         restore: Callable[[], Awaitable[object]],
-                        run_once: Callable[[], Awaitable[object]]) -> None:
-    """Reset, restore, then `run_once` on every tick of `interval` (the first one an interval after start,
-    as upstream's ticker; overrun ticks are dropped as a Go ticker drops them), with health activity."""
+                        run_once: Callable[[float], Awaitable[object]]) -> None:
+    """Reset, restore, then `run_once(next_tick)` at once and on every tick of `interval` after that (overrun
+    ticks are dropped), with health activity. Upstream's ticker runs the first loop an interval after start;
+    the caches are synced and the checkpoints restored before we get here, so waiting would only delay
+    every VPA's first recommendation by an interval (docs/deviations.md)."""
     reset()
     if health is not None:
         health.add_activity(COMPONENT, 5 * interval)
     try:
         await restore()
-        next_tick = clock.monotonic() + interval
+        next_tick = clock.monotonic()
         while True:
             await clock.sleep(max(0.0, next_tick - clock.monotonic()))
             try:
-                await run_once()
+                await run_once(next_tick + interval)
             except Exception:
                 log.exception("recommender_loop_failed")
             else:
@@ -1461,9 +1492,9 @@ class RecommenderGroup:
         with self._shared.sharing():
             return [await rec.restore() for rec in self.recommenders]
 
-    async def run_once(self) -> list[LoopReport]:
+    async def run_once(self, next_loop_at: float | None = None) -> list[LoopReport]:
         async with self._passes:
-            return await run_loop(self.recommenders)
+            return await run_loop(self.recommenders, next_loop_at)
 
     async def react_to_ooms(self) -> list[LoopReport]:
         """The prompt OOM pass of every recommender (see `Recommender.react_to_ooms`)."""

@@ -293,6 +293,12 @@ RUN_FLAGS: Final[tuple[FlagDef, ...]] = (
             "common.kube_api_qps"),
     FlagDef("kube-api-burst", FLOAT, _C, "QPS burst limit when making requests to the Kubernetes API server.",
             "common.kube_api_burst"),
+    FlagDef("kube-api-server-pacing", BOOL, _C, "When the API server's answers carry API Priority and "
+            "Fairness headers (X-Kubernetes-PF-*), let the server pace requests: the --kube-api-qps bucket "
+            "is lifted, at most --kube-api-burst requests are in flight (the window halves on a 429 and "
+            "grows back by one per window of successes) and a 429's Retry-After holds every new request.",
+            "common.kube_api_server_pacing", addition=True,
+            note="false: the fixed --kube-api-qps/--kube-api-burst bucket throughout, as upstream."),
     FlagDef("profiling", BOOL, _C, "Serve profiling handlers under /debug/pprof/ on the metrics server.",
             "common.profiling"),
     FlagDef("vpa-object-namespace", STRING, _C, "Only watch VPA objects in this namespace (and only clean "

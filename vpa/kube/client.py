@@ -4,7 +4,9 @@ Owns: building a kubernetes-asyncio `ApiClient` from `--kubeconfig`, else the `K
 passes in, else the in-cluster service account; and `KubeClient`, a small facade that sends raw requests
 on that client's aiohttp session with its TLS and auth, parses bodies with orjson, raises a typed
 `ApiError` for every non-2xx answer, bounds every request with client-side timeouts, sends every request
-through the QPS/burst `TokenBucket`, and retries 429, 5xx and connection errors with jittered exponential
+through the QPS/burst `TokenBucket` (or, once the server shows it does API Priority and Fairness, through
+`ServerPacing`: a window of requests in flight that a 429 halves and whose `Retry-After` holds every new
+request), and retries 429, 5xx and connection errors with jittered exponential
 backoff (honouring `Retry-After`) when that is safe. Typed write helpers set explicit content types, so a
 custom object is never sent a strategic-merge or a JSON-patch content type with an object body.
 
@@ -25,7 +27,7 @@ import orjson
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
 
-from vpa.kube.ratelimiting import TokenBucket
+from vpa.kube.ratelimiting import ServerPacing, TokenBucket
 from vpa.model.clock import Clock
 
 JsonObj = dict[str, Any]
@@ -36,6 +38,11 @@ CONTENT_JSON: Final = "application/json"
 CONTENT_MERGE_PATCH: Final = "application/merge-patch+json"
 CONTENT_JSON_PATCH: Final = "application/json-patch+json"
 CONTENT_STRATEGIC_MERGE_PATCH: Final = "application/strategic-merge-patch+json"
+
+# kube-apiserver answers every request API Priority and Fairness classified with these (the matched
+# FlowSchema's and PriorityLevelConfiguration's UIDs): the server paces its clients itself.
+PF_FLOW_SCHEMA_UID_HEADER: Final = "X-Kubernetes-PF-FlowSchema-UID"
+PF_PRIORITY_LEVEL_UID_HEADER: Final = "X-Kubernetes-PF-PriorityLevel-UID"
 
 _IDEMPOTENT_METHODS: Final = frozenset({"GET", "HEAD", "PUT", "DELETE"})
 _DEFAULT_USER_AGENT: Final = "vpa/0.1.0"
@@ -186,6 +193,10 @@ class ClientOptions:
 
     qps: float = 50.0  # --kube-api-qps; <= 0 disables client-side limiting
     burst: int = 100  # --kube-api-burst
+    # --kube-api-server-pacing: once the server's answers carry API Priority and Fairness headers, pace by
+    # its answers (at most `burst` requests in flight, halved on a 429, whose Retry-After holds every new
+    # request) instead of the `qps` token bucket.
+    server_pacing: bool = True
     connect_timeout_s: float = 10.0
     request_timeout_s: float = 30.0  # total time for one non-watch request, body included
     watch_timeout_s: int = 300  # server-side `timeoutSeconds` on watches
@@ -282,6 +293,9 @@ class KubeClient:
         self._clock = clock
         self.options = options or ClientOptions()
         self._limiter = limiter or TokenBucket(self.options.qps, self.options.burst, clock)
+        # Only a client whose bucket limits anything switches to server pacing (a lease client's does not).
+        self.pacing = ServerPacing(clock, self.options.burst, max_hold_s=self.options.max_retry_after_s)
+        self._may_pace = self.options.server_pacing and self._limiter.enabled
         self._rng = rng or random.Random()
         self._on_request = on_request
         configuration = api_client.configuration
@@ -387,7 +401,36 @@ class KubeClient:
         content_type: str | None,
         timeout_s: float,
     ) -> tuple[int, bytes, Mapping[str, str]]:
-        await self._limiter.acquire()
+        pacing = self.pacing if self.pacing.active else None
+        if pacing is None:
+            await self._limiter.acquire()
+        else:
+            await pacing.enter()
+        status = 0
+        retry_after: float | None = None
+        try:
+            status, raw, resp_headers = await self._exchange(
+                method, path, query, data, content_type, timeout_s)
+            if status == 429:
+                retry_after = ApiError.from_response(status, raw, resp_headers).retry_after_s
+        finally:
+            if pacing is not None:
+                pacing.leave(throttled=status == 429, retry_after_s=retry_after)
+        return status, raw, resp_headers
+
+    def _note_server(self, headers: Mapping[str, str]) -> None:
+        if self._may_pace and not self.pacing.active and PF_PRIORITY_LEVEL_UID_HEADER in headers:
+            self.pacing.engage()
+
+    async def _exchange(
+        self,
+        method: str,
+        path: str,
+        query: list[tuple[str, str]],
+        data: bytes | None,
+        content_type: str | None,
+        timeout_s: float,
+    ) -> tuple[int, bytes, Mapping[str, str]]:
         headers = await self._headers(content_type)
         timeout = aiohttp.ClientTimeout(
             total=timeout_s,
@@ -413,6 +456,7 @@ class KubeClient:
             raise TransportError(f"{method} {path}: {type(exc).__name__}: {exc}") from exc
         if self._on_request is not None:
             self._on_request(method, status)
+        self._note_server(resp_headers)
         return status, raw, resp_headers
 
     def _backoff_s(self, attempt: int) -> float:
@@ -501,7 +545,10 @@ class KubeClient:
         connection failure or when the socket stays silent for `read_timeout_s`. Not retried: the caller
         (the watch cache) decides how to resume. Ends when the server closes the stream.
         """
-        await self._limiter.acquire()
+        if self.pacing.active:
+            await self.pacing.wait_hold()  # a watch is long-running: it takes no room in the window
+        else:
+            await self._limiter.acquire()
         headers = await self._headers(None)
         read_timeout = self.options.watch_read_timeout_s if read_timeout_s is None else read_timeout_s
         timeout = aiohttp.ClientTimeout(
@@ -521,6 +568,7 @@ class KubeClient:
             ) as resp:
                 if self._on_request is not None:
                     self._on_request("WATCH", resp.status)
+                self._note_server(resp.headers)
                 if not 200 <= resp.status < 300:
                     raise ApiError.from_response(resp.status, await resp.read(), resp.headers)
                 content = resp.content

@@ -147,11 +147,12 @@ def _skip(text: str, index: int) -> int:
     return match.end() if match is not None else index
 
 
-def list_items(text: str) -> Iterator[object]:
+def list_items(text: str, others: dict[str, object] | None = None) -> Iterator[object]:
     """The `items` of a Kubernetes list document (a JSON object), parsed one at a time by the standard
     library's C scanner so that a caller can pause between them; the object's other fields are parsed and
-    dropped. `items` absent or null yields nothing. Raises ValueError (or IndexError at a truncated end)
-    for anything that is not such a document."""
+    dropped, or stored in `others` as they are met (kube-apiserver sends `metadata` before `items`, so a
+    pager can read the continue token before the first item). `items` absent or null yields nothing.
+    Raises ValueError (or IndexError at a truncated end) for anything that is not such a document."""
     skip = _skip
     decode = _DECODER.raw_decode
     index = skip(text, 0)
@@ -188,6 +189,8 @@ def list_items(text: str) -> Iterator[object]:
             value, index = decode(text, index)
             if key == "items" and value is not None:
                 raise ValueError("items is not a list")
+            if others is not None:
+                others[key] = value
         index = skip(text, index)
         if text[index] == ",":
             index = skip(text, index + 1)

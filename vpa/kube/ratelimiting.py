@@ -13,7 +13,9 @@ about HTTP.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
+from collections import deque
 
 from vpa.model.clock import Clock
 
@@ -103,3 +105,91 @@ class TokenBucket:
 
     def __repr__(self) -> str:
         return f"TokenBucket(qps={self._qps}, burst={self._burst})"
+
+
+class ServerPacing:
+    """Pacing by the server's answers rather than a fixed rate, for servers that do their own flow control.
+
+    A window of requests in flight that grows by one per window's worth of successes (additive increase)
+    and halves when the server throttles (multiplicative decrease, once per throttling episode), plus a
+    hold: after a throttled answer no new request starts until the server's `Retry-After` has passed, so
+    a burst of waiting requests cannot turn into a storm of rejected ones. `active` stays False (and the
+    caller keeps its token bucket) until `engage()` is called, when the server shows it paces requests.
+    """
+
+    def __init__(self, clock: Clock, max_in_flight: int, *, initial_in_flight: int | None = None,
+                 max_hold_s: float = 60.0) -> None:
+        self._clock = clock
+        self._max = max(1, int(max_in_flight))
+        self._window = float(min(self._max, max(1, initial_in_flight or self._max)))
+        self._max_hold_s = max_hold_s
+        self._in_flight = 0
+        self._hold_until = -math.inf
+        self._waiters: deque[asyncio.Future[None]] = deque()
+        self.active = False
+        self.throttled = 0  # throttled answers seen
+        self.holds = 0  # throttling episodes (each halves the window once)
+
+    def engage(self) -> None:
+        self.active = True
+
+    @property
+    def window(self) -> int:
+        return max(1, int(self._window))
+
+    @property
+    def in_flight(self) -> int:
+        return self._in_flight
+
+    async def wait_hold(self) -> None:
+        """Wait until no throttling hold is in force (watches wait only for this)."""
+        while True:
+            remaining = self._hold_until - self._clock.monotonic()
+            if remaining <= 0:
+                return
+            await self._clock.sleep(remaining)
+
+    async def enter(self) -> None:
+        """Wait for the hold and for room in the window (in arrival order), then count one request in
+        flight."""
+        queued = False
+        while True:
+            await self.wait_hold()
+            if self._in_flight < self.window and (queued or not self._waiters):
+                self._in_flight += 1
+                return
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            queued = True
+            try:
+                await waiter
+            except asyncio.CancelledError:
+                if waiter.done():
+                    self._wake()  # pass the room it was given on
+                else:
+                    with contextlib.suppress(ValueError):
+                        self._waiters.remove(waiter)
+                raise
+
+    def leave(self, *, throttled: bool, retry_after_s: float | None = None) -> None:
+        """A request that `enter`ed got its answer (`throttled`: a 429) or failed without one."""
+        self._in_flight = max(0, self._in_flight - 1)
+        now = self._clock.monotonic()
+        if throttled:
+            self.throttled += 1
+            hold = min(self._max_hold_s, retry_after_s if retry_after_s is not None else 1.0)
+            if self._hold_until <= now:  # a new episode: shrink once, not once per rejected request
+                self.holds += 1
+                self._window = max(1.0, self._window / 2)
+            self._hold_until = max(self._hold_until, now + hold)
+        elif self._window < self._max:
+            self._window = min(float(self._max), self._window + 1.0 / self._window)
+        self._wake()
+
+    def _wake(self) -> None:
+        room = self.window - self._in_flight
+        while room > 0 and self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                room -= 1

@@ -2,10 +2,11 @@
 
 Owns: the list/watch loop for one collection (optionally one namespace, label and field selectors), its
 cache keyed by `(namespace, name)`, secondary indexes, in-order event delivery to handlers, sync state, and
-recovery: paged LIST parsed with orjson while the cyclic GC is paused; WATCH from the LIST's
-resourceVersion with bookmarks and a server-side `timeoutSeconds` plus a client read timeout; on 410 Gone
-(LIST continue, WATCH answer or an ERROR event) a fresh LIST that *replaces* the cache, synthesising delete,
-update and add events for the difference; reconnects with jittered backoff after any error; and a
+recovery: paged LIST parsed item by item in slices of a few milliseconds (the next page downloading
+meanwhile) while the cyclic GC is paused, and a relist's differences applied in the same slices; WATCH from
+the LIST's resourceVersion with bookmarks and a server-side `timeoutSeconds` plus a client read timeout; on
+410 Gone (LIST continue, WATCH answer or an ERROR event) a fresh LIST that *replaces* the cache, synthesising
+delete, update and add events for the difference; reconnects with jittered backoff after any error; and a
 watchdog that restarts a watch that has delivered neither event nor bookmark for `stall_timeout_s` of wall
 time (never of the simulated clock the process may follow).
 
@@ -21,7 +22,8 @@ import contextlib
 import gc
 import random
 import sys
-from collections.abc import Callable, Iterable
+import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, fields
 from typing import Any, Generic, TypeVar
 
@@ -29,6 +31,7 @@ import orjson
 import structlog
 
 from vpa.kube.client import ApiError, Gone, KubeClient, Query
+from vpa.kube.metricsreading import list_items
 from vpa.model.clock import Clock, RealClock
 
 T = TypeVar("T")
@@ -70,6 +73,36 @@ def counter_observer(counter: Any) -> Callable[[str, str, int], None]:
     return observe
 
 
+_gc_pauses = 0
+_gc_was_enabled = False
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """The cyclic GC off while any cache LISTs (nested and interleaved LISTs share one pause): parsing tens
+    of MB allocates millions of objects, and the GC would otherwise run full collections over the growing
+    cache again and again (4x slower, see research/tooling.md §2). When the last LIST ends, what was
+    allocated meanwhile is frozen (moved out of the GC's generations; reference counting still frees it)
+    before the GC resumes: the young collection that would otherwise follow at once scans every object the
+    LIST created, 110 ms at 50,000 pods, and the parsed objects hold no reference cycles."""
+    global _gc_pauses, _gc_was_enabled
+    if _gc_pauses == 0:
+        _gc_was_enabled = gc.isenabled()
+        gc.disable()
+    _gc_pauses += 1
+    try:
+        yield
+    finally:
+        _gc_pauses -= 1
+        if _gc_pauses == 0 and _gc_was_enabled:
+            gc.freeze()
+            gc.enable()
+
+
+def _as_dict(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 class _Stalled(Exception):
     """The watchdog fired: no event or bookmark for too long."""
 
@@ -93,6 +126,7 @@ class WatchCache(Generic[T]):
         label_selector: str | None = None,
         field_selector: str | None = None,
         page_size: int = 500,
+        slice_s: float = 0.003,
         list_timeout_s: float = 60.0,
         watch_timeout_s: int | None = None,
         watch_read_timeout_s: float | None = None,
@@ -114,6 +148,7 @@ class WatchCache(Generic[T]):
         self._label_selector = label_selector
         self._field_selector = field_selector
         self._page_size = page_size
+        self._slice_s = slice_s
         self._list_timeout_s = list_timeout_s
         self._watch_timeout_s = client.options.watch_timeout_s if watch_timeout_s is None else watch_timeout_s
         self._watch_read_timeout_s = (
@@ -282,60 +317,101 @@ class WatchCache(Generic[T]):
     # ------------------------------------------------------------------------------------------ LIST
 
     async def _list(self) -> tuple[dict[Key, T], dict[Key, str], str]:
+        """A paged LIST. Each page is parsed item by item (`list_items`) and converted in slices of
+        `slice_s`, yielding to the event loop between slices; the next page is requested as soon as this
+        one's continue token is read, so it downloads while this one is parsed."""
         items: dict[Key, T] = {}
         rvs: dict[Key, str] = {}
         page_size = self._page_size
-        continue_token: str | None = None
-        while True:
+        token: str | None = None
+        pending: asyncio.Task[bytes] | None = None
+
+        def fetch(continue_token: str | None) -> asyncio.Task[bytes]:
             query = self._selectors({})
             if page_size > 0:
                 query["limit"] = page_size
             if continue_token:
                 query["continue"] = continue_token
-            try:
-                _, raw = await self._client.request_raw(
-                    "GET", self._path, query=query, timeout_s=self._list_timeout_s
-                )
-            except Gone:
-                if not continue_token:
-                    raise
-                # The continue token outlived the server's compaction window: start over, unpaged, as
-                # client-go's pager does, so the same thing cannot happen again mid-way.
-                self._count("list_restarts")
-                log.info("watch_cache_list_restart", cache=self.name, reason="continue token expired")
-                items.clear()
-                rvs.clear()
-                continue_token = None
-                page_size = 0
-                continue
-            metadata = self._parse_page(raw, items, rvs)
-            del raw  # a page can be megabytes: do not hold it while the next one downloads
-            continue_token = metadata.get("continue") or None
-            if not continue_token:
-                return items, rvs, str(metadata.get("resourceVersion") or "")
-            # Let the rest of the process (the webhook) breathe between pages.
-            await asyncio.sleep(0)
+            return asyncio.ensure_future(self._fetch_page(query))
 
-    def _parse_page(self, raw: bytes, items: dict[Key, T], rvs: dict[Key, str]) -> dict[str, Any]:
-        # Parsing tens of MB allocates millions of objects: the cyclic GC would otherwise run full
-        # collections over the growing cache again and again (4x slower, see research/tooling.md §2).
-        gc_was_enabled = gc.isenabled()
-        gc.disable()
         try:
-            document = orjson.loads(raw)
-            if not isinstance(document, dict):
-                raise ApiError(0, "BadList", f"LIST {self._path} did not return an object")
-            for obj in document.get("items") or ():
+            with _gc_paused():
+                pending = fetch(None)
+                while True:
+                    assert pending is not None
+                    try:
+                        raw = await pending
+                    except Gone:
+                        if not token:
+                            raise
+                        # The continue token outlived the server's compaction window: start over, unpaged,
+                        # as client-go's pager does, so the same thing cannot happen again mid-way.
+                        self._count("list_restarts")
+                        log.info("watch_cache_list_restart", cache=self.name, reason="continue token expired")
+                        items.clear()
+                        rvs.clear()
+                        token = None
+                        page_size = 0
+                        pending = fetch(None)
+                        continue
+                    pending = None
+                    following: list[str | None] = [None]
+
+                    def next_page(metadata: dict[str, Any], following: list[str | None] = following) -> None:
+                        nonlocal pending
+                        following[0] = str(metadata.get("continue") or "") or None
+                        if following[0]:
+                            pending = fetch(following[0])
+
+                    metadata = await self._parse_page(raw, items, rvs, next_page)
+                    del raw  # a page can be megabytes: do not hold it while the next one downloads
+                    token = following[0]
+                    if not token:
+                        return items, rvs, str(metadata.get("resourceVersion") or "")
+        finally:
+            if pending is not None and not pending.done():
+                pending.cancel()
+                with contextlib.suppress(BaseException):
+                    await pending
+
+    async def _fetch_page(self, query: dict[str, str | int | bool]) -> bytes:
+        _, raw = await self._client.request_raw(
+            "GET", self._path, query=query, timeout_s=self._list_timeout_s)
+        return raw
+
+    async def _parse_page(
+        self,
+        raw: bytes,
+        items: dict[Key, T],
+        rvs: dict[Key, str],
+        on_metadata: Callable[[dict[str, Any]], None],
+    ) -> dict[str, Any]:
+        """Parse and convert one LIST page into `items`/`rvs`, a slice at a time; `on_metadata` hears the
+        page's metadata as soon as it is read (before the items, as kube-apiserver orders the fields)."""
+        others: dict[str, object] = {}
+        told = False
+        slice_s = self._slice_s
+        started = time.perf_counter()
+        try:
+            text = raw.decode("utf-8")
+            for obj in list_items(text, others):
+                if not told and "metadata" in others:
+                    told = True
+                    on_metadata(_as_dict(others["metadata"]))
                 converted = self._convert(obj)
                 if converted is not None:
                     key, rv, value = converted
                     items[key] = value
                     rvs[key] = rv
-            metadata = document.get("metadata")
-            return metadata if isinstance(metadata, dict) else {}
-        finally:
-            if gc_was_enabled:
-                gc.enable()
+                if time.perf_counter() - started >= slice_s:
+                    await asyncio.sleep(0)
+                    started = time.perf_counter()
+        except (ValueError, IndexError, UnicodeDecodeError) as err:
+            raise ApiError(0, "BadList", f"LIST {self._path} did not return a list: {err}") from None
+        metadata = _as_dict(others.get("metadata"))
+        if not told:
+            on_metadata(metadata)
+        return metadata
 
     def _convert(self, obj: Any) -> tuple[Key, str, T] | None:
         """(key, resourceVersion, transformed) or None for a malformed/skipped object (counted, logged)."""
@@ -371,23 +447,38 @@ class WatchCache(Generic[T]):
         self._count("lists")
         if not first:
             self._count("relists")
-        self._replace(items, rvs)
+        await self._replace(items, rvs)
         self._rv = rv
         self._last_event = self._wall.monotonic()
         if first:
             log.info("watch_cache_synced", cache=self.name, objects=len(items), resource_version=rv)
         self._synced.set()
 
-    def _replace(self, items: dict[Key, T], rvs: dict[Key, str]) -> None:
-        """Make the cache equal to a fresh LIST, telling handlers what changed while we were not looking."""
+    async def _replace(self, items: dict[Key, T], rvs: dict[Key, str]) -> None:
+        """Make the cache equal to a fresh LIST, telling handlers what changed while we were not looking,
+        in slices of `slice_s` (each change is applied whole, so a reader between slices sees a cache
+        some of whose objects are newer, as between watch events)."""
         old_items, old_rvs = self._items, self._rvs
-        for key in [k for k in old_items if k not in items]:
-            old = old_items[key]
+        slice_s = self._slice_s
+        started = time.perf_counter()
+        gone: list[Key] = []
+        for key in old_items:
+            if key not in items:
+                gone.append(key)
+        for key in gone:
+            old = old_items.pop(key, None)
+            if old is None:
+                continue
             self._index_remove(key, old)
-            del old_items[key]
             del old_rvs[key]
             self._deliver_delete(old)
+            if time.perf_counter() - started >= slice_s:
+                await asyncio.sleep(0)
+                started = time.perf_counter()
         for key, value in items.items():
+            if time.perf_counter() - started >= slice_s:
+                await asyncio.sleep(0)
+                started = time.perf_counter()
             old_value = old_items.get(key)
             if old_value is None:
                 old_items[key] = value

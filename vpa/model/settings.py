@@ -148,6 +148,10 @@ class CommonSettings:
     """Client-side request rate limit towards the API server (requests per second)."""
     kube_api_burst: float = 100.0
     """Client-side burst on top of `kube_api_qps` (a float upstream; truncated to an int by client-go)."""
+    kube_api_server_pacing: bool = True
+    """Once the API server shows it does API Priority and Fairness, pace requests by its answers (at most
+    `kube_api_burst` in flight, halved on 429, Retry-After honoured by every request) instead of the QPS
+    bucket. Ours; upstream always applies the bucket."""
     profiling: bool = False
     """Serve `/debug/pprof/`-style profiling handlers on the metrics server."""
     vpa_object_namespace: str = ""

@@ -286,3 +286,57 @@ async def test_eviction_style_429_can_be_returned_at_once(tmp_path: Path) -> Non
     assert caught.value.retry_after_s == 10.0
     assert len(server.received) == 1
     assert clock.sleeps == []
+
+
+PF = {"X_Kubernetes_PF_FlowSchema_UID": "fs-uid", "X_Kubernetes_PF_PriorityLevel_UID": "pl-uid"}
+
+
+@pytest.mark.parametrize(
+    ("server_pacing", "pf_headers", "bucket_sleeps"),
+    [
+        # The server shows it does priority and fairness: after its first answer the bucket is lifted.
+        (True, True, 0),
+        # No APF headers (an old or unusual server): the --kube-api-qps bucket throughout.
+        (True, False, 4),
+        # --kube-api-server-pacing=false: the bucket throughout, as upstream.
+        (False, True, 4),
+    ],
+    ids=["apf-server-paces", "no-apf-bucket", "pacing-off-bucket"],
+)
+async def test_server_pacing_replaces_the_bucket_only_for_an_apf_server(
+    tmp_path: Path, server_pacing: bool, pf_headers: bool, bucket_sleeps: int
+) -> None:
+    clock = RecordingClock()
+    async with ScriptedServer() as server:
+        for _ in range(6):
+            server.then(200, {"ok": 1}, **(PF if pf_headers else {}))
+        path = write_kubeconfig(tmp_path, server.url)
+        api = await build_api_client(kubeconfig=str(path))
+        options = ClientOptions(qps=2.0, burst=2, server_pacing=server_pacing)
+        async with KubeClient(api, clock, options) as client:
+            for _ in range(6):
+                await client.get("/api/v1/pods")
+            assert client.pacing.active is (server_pacing and pf_headers)
+    assert len(clock.sleeps) == bucket_sleeps
+
+
+async def test_a_429_under_server_pacing_holds_every_request_for_retry_after(tmp_path: Path) -> None:
+    clock = RecordingClock()
+    async with ScriptedServer() as server:
+        server.then(200, {"ok": 1}, **PF)
+        server.then(429, status_body(429, "TooManyRequests", "too many requests"), Retry_After="4", **PF)
+        server.then(200, {"ok": 2}, **PF)
+        server.then(200, {"ok": 3}, **PF)
+        path = write_kubeconfig(tmp_path, server.url)
+        api = await build_api_client(kubeconfig=str(path))
+        async with KubeClient(api, clock, ClientOptions(burst=8), rng=random.Random(7)) as client:
+            await client.get("/api/v1/pods")
+            assert client.pacing.active
+            assert client.pacing.window == 8
+            assert await client.get("/api/v1/pods") == {"ok": 2}  # retried after the hold
+            assert client.pacing.throttled == 1
+            assert client.pacing.holds == 1
+            assert client.pacing.window == 4  # halved once
+            assert await client.get("/api/v1/pods") == {"ok": 3}
+    # The retry waited for the server's Retry-After (the hold and the retry's own backoff agree on 4 s).
+    assert max(clock.sleeps, default=0.0) >= 4.0

@@ -396,3 +396,41 @@ async def test_a_fast_simulated_clock_does_not_stall_a_quiet_watch(cluster: SimC
             assert cache.stats.stalls == 0
             await put_cm(cluster, "ns-a", "still-watching")
             await eventually(lambda: len(cache) == 1, what="an event on the same watch")
+
+async def test_list_and_relist_yield_to_the_event_loop_between_slices(
+    cluster: SimCluster, client: KubeClient, clock: VirtualClock
+) -> None:
+    """With a zero slice the cache yields after every object it parses and every change a relist applies,
+    so other tasks (the webhook, in production) run throughout one 120-object LIST page; the cache still
+    ends equal to the server."""
+    for i in range(120):
+        await put_cm(cluster, "ns-a", f"cm-{i:03d}", i=str(i))
+    ticks = [0]
+    stop = asyncio.Event()
+
+    async def ticker() -> None:
+        while not stop.is_set():
+            ticks[0] += 1
+            await asyncio.sleep(0)
+
+    tick_task = asyncio.create_task(ticker())
+    cache = cm_cache(client, clock, page_size=500, slice_s=0.0)
+    async with running(cache):
+        listed = ticks[0]
+        assert listed >= 120  # at least one yield per parsed object (one page, one request)
+        for i in range(120):
+            await put_cm(cluster, "ns-a", f"cm-{i:03d}", i=str(i + 1))
+        await wait_cache_equals_server(cache, client)
+        relists = cache.stats.relists
+        cluster.faults.pause()  # hold the re-watch until history is gone
+        cluster.faults.drop_watches()
+        for i in range(120):
+            await put_cm(cluster, "ns-a", f"cm-{i:03d}", i=str(i + 2))
+        cluster.faults.compact()
+        before = ticks[0]
+        cluster.faults.resume()
+        await eventually(lambda: cache.stats.relists > relists, what="a re-LIST")
+        assert ticks[0] - before >= 120  # the relist parsed and applied in slices too
+        await wait_cache_equals_server(cache, client)
+    stop.set()
+    await tick_task

@@ -97,6 +97,22 @@ def _error_response(err: ApiError) -> web.Response:
     return _json(err.status(), status=err.code, headers=headers)
 
 
+# API Priority and Fairness (kube-apiserver 1.35, on by default): every request it classifies is answered
+# with the UIDs of the FlowSchema and PriorityLevelConfiguration that matched. Every client of the simulator
+# acts as a cluster admin (group system:masters), which the mandatory `exempt` FlowSchema sends to the
+# `exempt` priority level: never queued or rejected. The UIDs are fixed here; a real server generates them.
+PF_FLOW_SCHEMA_UID_HEADER = "X-Kubernetes-PF-FlowSchema-UID"
+PF_PRIORITY_LEVEL_UID_HEADER = "X-Kubernetes-PF-PriorityLevel-UID"
+EXEMPT_FLOW_SCHEMA_UID = "8e1a9d2c-0f4b-4c55-9a36-5d3f1b0e7a01"
+EXEMPT_PRIORITY_LEVEL_UID = "8e1a9d2c-0f4b-4c55-9a36-5d3f1b0e7a02"
+
+
+async def _priority_and_fairness_headers(request: web.Request, response: web.StreamResponse) -> None:
+    if not request.path.startswith("/sim/"):
+        response.headers[PF_FLOW_SCHEMA_UID_HEADER] = EXEMPT_FLOW_SCHEMA_UID
+        response.headers[PF_PRIORITY_LEVEL_UID_HEADER] = EXEMPT_PRIORITY_LEVEL_UID
+
+
 def _wants_table(request: web.Request) -> bool:
     accept = request.headers.get("Accept", "")
     return "as=Table" in accept and "g=meta.k8s.io" in accept
@@ -146,6 +162,7 @@ class ApiServer:
         self.audit: list[AuditRecord] | None = None
         self._streams: set[asyncio.Task[Any]] = set()
         self.app = web.Application(client_max_size=64 * 2**20, middlewares=[self._errors])
+        self.app.on_response_prepare.append(_priority_and_fairness_headers)
         r = self.app.router
         r.add_get("/version", self._version)
         r.add_get("/version/", self._version)
