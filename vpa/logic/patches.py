@@ -17,7 +17,7 @@ trimmed `PodView` cannot tell `{}` from absent or see resources other than cpu/m
 
 With gate `CPUStartupBoost` on, containers whose policy mode is `Off` are skipped entirely (as upstream).
 In mode `Off` only the boost is applied. Path segments are JSON-pointer escaped (`/` → `~1`, `~` → `~0`),
-so `vpaCpuStartupBoost/app` is addressed as `vpaCpuStartupBoost~1app` (upstream leaves it unescaped).
+so `vpaCpuStartupBoost/app` is addressed as `vpaCpuStartupBoost~1app` (as upstream).
 
 Must not: choose the VPA (that is `vpa.logic.matching`), compute recommendations (that is
 `vpa.logic.capping`), log or do I/O. Values are plain JSON types, ready for orjson.
