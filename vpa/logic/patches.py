@@ -33,10 +33,9 @@ from typing import Any, Final
 from vpa.logic.capping import ContainerResources, container_resources_for_pod, proportional_limit
 from vpa.logic.limitranges import NamespaceLimits
 from vpa.model import annotations as ann
-from vpa.model import quantity
 from vpa.model.features import FeatureGates
 from vpa.model.pod import ContainerView, PodView
-from vpa.model.resources import CPU, MEMORY, Resources
+from vpa.model.resources import CPU, MEMORY, Resources, format_patch_amount
 from vpa.model.vpa import ControlledValues, StartupBoost, StartupBoostType, UpdateMode, VpaView
 
 Patch = dict[str, Any]
@@ -100,9 +99,7 @@ def annotation_patch(key: str, value: str) -> Patch:
 
 @functools.lru_cache(maxsize=4096)  # recommendations repeat across replicas: format each amount once
 def _quantity_text(resource: str, amount: int) -> str:
-    if resource == CPU:
-        return quantity.format_cpu_millicores(amount)
-    return quantity.Quantity.from_int(amount).canonical()
+    return format_patch_amount(resource, amount)
 
 
 # --- CPU startup boost (spec §5.6) --------------------------------------------------------------------
