@@ -175,7 +175,7 @@ INVALID: list[tuple[str, dict[str, Any], str]] = [
     (
         "two-recommenders",
         {"recommenders": [{"name": "a"}, {"name": "b"}]},
-        "spec.recommenders: Too many: 2: must have at most 1 items",
+        "spec.recommenders: Too many: 2: must have at most 1 item",
     ),
 ]
 
