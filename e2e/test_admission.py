@@ -8,7 +8,7 @@ from e2e.conftest import MANIFESTS, Cluster, VpaRunFactory
 
 # (manifest, what our message says, needs the InPlace gate off — only controllable on the simulator)
 INVALID = [
-    ("invalid-two-recommenders.yaml", "spec.recommenders: Too many: 2: must have at most 1 items", False),
+    ("invalid-two-recommenders.yaml", "spec.recommenders: Too many: 2: must have at most 1 item", False),
     (
         "invalid-inplace-gate-off.yaml",
         "in order to use UpdateMode InPlace, you must enable feature gate InPlace",

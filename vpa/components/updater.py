@@ -16,6 +16,13 @@ Owns: the leader-elected loop (`run(ctx)` → `Updater.run_forever()`, one `run_
    through the in-place token bucket, evictions (Eviction API) through the eviction token bucket — with
    bounded concurrency; recording what happened (`ResizeAttempt`, infeasible records, events, metrics).
 
+CPU startup boosts (gate `CPUStartupBoost`) end in a companion loop, `run_unboost_forever()`, started by
+`run_forever()`: it looks only at pods carrying a `vpaCpuStartupBoost/…` annotation (a pod-cache index),
+asks `vpa.logic.unboost` what ends each boost, resizes in place through the in-place token bucket and then
+removes the annotations. It wakes at the earliest boost expiry and at least every `UNBOOST_POLL_S`, so a
+boost ends within about a second of expiring, independent of `--updater-interval`. It never evicts; a
+failed unboost (reason `UnboostError`) is retried one updater interval later.
+
 Never adds an action of its own: what is evicted is exactly the plan's `Action.EVICT` decisions (so
 `InPlace` VPAs are never evicted, on any error path); a failed resize is remembered (`rejected=True`) and
 the *next* plan decides whether `InPlaceOrRecreate` falls back to eviction.
@@ -60,7 +67,9 @@ from vpa.logic.priority import ObservedCache
 from vpa.logic.reactive import prompts_in_place, resizes_only
 from vpa.logic.restrictions import GroupKey
 from vpa.logic.transitions import Transitions
+from vpa.logic.unboost import UnboostPlan, blocked, plan_unboost
 from vpa.logic.updateplan import PassInputs, VpaPlan, plan_vpa
+from vpa.model import annotations as ann
 from vpa.model.pod import PodView
 from vpa.model.resources import Resources
 from vpa.model.selector import Selector
@@ -95,6 +104,22 @@ IN_PLACE_GATE_OFF_MESSAGE: Final = (
     "updateMode InPlace needs the InPlace feature gate of the updater (--feature-gates=InPlace=true); "
     "no pod of this VPA is updated until it is enabled or the mode is changed."
 )
+
+UNBOOST_ERROR: Final = "UnboostError"
+
+UNBOOST_POLL_S: Final = 1.0
+"""The unboost loop looks at boosted pods at least this often (clock seconds): a pod turning Ready is seen
+within a second, and a boost ends within about a second of expiring."""
+_UNBOOST_MIN_WALL_S: Final = 0.05
+"""Real time between two unboost passes, so a fast virtual clock cannot spin the loop."""
+BOOSTED_INDEX: Final = "cpuStartupBoosted"
+_BOOSTED: Final = "boosted"
+
+
+def boosted_index_keys(pod: PodView) -> list[str]:
+    """The pod-cache index of pods carrying any `vpaCpuStartupBoost/<container>` annotation."""
+    prefix = ann.CPU_STARTUP_BOOST_PREFIX
+    return [_BOOSTED] if any(key.startswith(prefix) for key in pod.annotations) else []
 
 _LATENCY_BUCKETS: Final = (
     0.01,
@@ -265,6 +290,17 @@ class LoopReport:
         return {d.pod.key: d for plan in self.plans for d in plan.decisions}
 
 
+@dataclass
+class UnboostReport:
+    """What one `unboost_once()` did."""
+
+    unboosted: list[str] = field(default_factory=list)
+    """`namespace/name` of pods whose expired boosts were ended (resized and annotation removed)."""
+    failed: list[tuple[str, Outcome, str]] = field(default_factory=list)
+    next_expiry: float | None = None
+    """The earliest expiry of a boost still running (None: none known)."""
+
+
 def _shape_key(pod: PodView) -> tuple[object, ...]:
     """What the capped recommendation of a pod depends on besides the VPA and namespace limits."""
     return tuple((c.name, pod.current_requests(c.name), pod.current_limits(c.name)) for c in pod.containers)
@@ -338,6 +374,7 @@ class Updater:
         self._loops = 0
         self.gate_off: Transitions[str] = Transitions()
         self.admission_stale: Transitions[str] = Transitions()
+        self._unboost_retry_at: dict[str, float] = {}
 
     # ------------------------------------------------------------------------------------ the loop
 
@@ -345,6 +382,18 @@ class Updater:
         """Loop every `--updater-interval` until cancelled; each loop is cut off after one interval."""
         interval = self.settings.updater_interval_s
         self.ctx.health.add_activity(COMPONENT, 5 * interval)
+        unboosting = None
+        if self.gates.cpu_startup_boost:
+            unboosting = asyncio.ensure_future(self.run_unboost_forever())
+        try:
+            await self._loop_forever(interval)
+        finally:
+            if unboosting is not None:
+                unboosting.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await unboosting
+
+    async def _loop_forever(self, interval: float) -> None:
         while True:
             started = self.clock.monotonic()
             if self.trigger is not None:
@@ -485,6 +534,113 @@ class Updater:
 
     def _observe(self, step: str, started: float) -> None:
         self.metrics.latency.labels(step=step).observe(time.perf_counter() - started)
+
+    # ------------------------------------------------------------------------------- unboosting
+
+    async def run_unboost_forever(self) -> None:
+        """End CPU startup boosts as they expire (gate `CPUStartupBoost`) until cancelled."""
+        while True:
+            wake: float | None = None
+            try:
+                wake = (await self.unboost_once()).next_expiry
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("unboost_pass_failed")
+            delay = UNBOOST_POLL_S
+            if wake is not None:
+                delay = min(delay, max(0.0, wake - self.clock.now()))
+            await asyncio.sleep(_UNBOOST_MIN_WALL_S)
+            await self.clock.sleep(delay)
+
+    async def unboost_once(self) -> UnboostReport:
+        """One pass over the boosted pods: end every expired boost (spec §4.9)."""
+        report = UnboostReport()
+        pods = self.ctx.pods
+        if not pods.has_index(BOOSTED_INDEX):
+            pods.add_index(BOOSTED_INDEX, boosted_index_keys)
+        boosted = [pod for pod in pods.by_index(BOOSTED_INDEX, _BOOSTED) if is_live(pod)]
+        uids = {pod.uid for pod in boosted}
+        for uid in [uid for uid in self._unboost_retry_at if uid not in uids]:
+            del self._unboost_retry_at[uid]
+        now = self.clock.now()
+        limits_by_namespace: dict[str, NamespaceLimits] = {}
+        for pod in boosted:
+            if now < self._unboost_retry_at.get(pod.uid, now) or blocked(pod) is not None:
+                continue
+            vpa = self._controlling_vpa(pod)
+            recommendation = None
+            if vpa is not None and vpa.recommendation is not None and not vpa.recommendation.is_empty():
+                limits = limits_by_namespace.get(pod.namespace)
+                if limits is None:
+                    limits = limits_by_namespace[pod.namespace] = namespace_limits(
+                        self.controllers.limit_ranges(pod.namespace)
+                    )
+                recommendation = processed_recommendation(pod, vpa, limits)
+            plan = plan_unboost(pod, vpa, recommendation, now)
+            if plan.next_expiry is not None and (
+                report.next_expiry is None or plan.next_expiry < report.next_expiry
+            ):
+                report.next_expiry = plan.next_expiry
+            if plan.expired:
+                await self._unboost(pod, vpa, plan, report)
+        return report
+
+    def _controlling_vpa(self, pod: PodView) -> VpaView | None:
+        """The VPA controlling a boosted pod, in any update mode (boosts are applied even in mode `Off`)."""
+        owner = pod.owner
+        if owner is None:
+            return None
+        top = self.controllers.top_most(pod.namespace, owner.kind, owner.name)
+        if top is None:
+            return None
+        key = controller_key(pod.namespace, top[0], top[1])
+        candidates = [
+            (vpa, self._selector(pod.namespace, top[0], top[1]))
+            for vpa in self.ctx.vpas.by_index("target", key)
+            if vpa.deletion_timestamp is None
+        ]
+        return controlling_vpa(pod.namespace, pod.labels, key, candidates)
+
+    async def _unboost(
+        self, pod: PodView, vpa: VpaView | None, plan: UnboostPlan, report: UnboostReport
+    ) -> None:
+        vpa_name, vpa_namespace = (vpa.name, vpa.namespace) if vpa is not None else ("", pod.namespace)
+        size = str(vpa_size_log2(1))
+        retry_at = self.clock.now() + self.settings.updater_interval_s
+        if plan.malformed:
+            log.warning("boost_annotation_unreadable", pod=pod.key, containers=list(plan.malformed))
+        if plan.changes:
+            await self.in_place_limiter.acquire()
+            patched_at = self.clock.now()
+            result = await self.actuator.resize(pod.namespace, pod.name, resize_patch(pod, plan.changes))
+            if not result.ok:
+                report.failed.append((pod.key, result.outcome, result.message))
+                if result.outcome is Outcome.GONE:
+                    return
+                self._unboost_retry_at[pod.uid] = retry_at
+                self.metrics.failed_in_place.labels(
+                    vpa_size_log2=size, reason=UNBOOST_ERROR, vpa_name=vpa_name, vpa_namespace=vpa_namespace
+                ).inc()
+                log.warning("pod_unboost_failed", pod=pod.key, containers=list(plan.expired),
+                            outcome=result.outcome.value, status=result.status, error=result.message)
+                return
+            self.attempts[pod.uid] = ResizeAttempt(
+                patched_at, rejected=False, disruptive=any(c.disruptive for c in plan.changes)
+            )
+            self.events.normal(_pod_ref(pod), IN_PLACE_RESIZED, IN_PLACE_RESIZED_MESSAGE)
+            self.metrics.in_place_updated.labels(
+                vpa_size_log2=size, vpa_name=vpa_name, vpa_namespace=vpa_namespace
+            ).inc()
+        marked = await self.actuator.mark_in_place_updated(pod.namespace, pod.name, plan.annotation_patch())
+        if not marked.ok:
+            report.failed.append((pod.key, marked.outcome, marked.message))
+            if marked.outcome is not Outcome.GONE:
+                self._unboost_retry_at[pod.uid] = retry_at
+                log.warning("boost_annotation_removal_failed", pod=pod.key, error=marked.message)
+            return
+        report.unboosted.append(pod.key)
+        log.info("pod_unboosted", pod=pod.key, containers=list(plan.expired), resized=bool(plan.changes))
 
     # ----------------------------------------------------------------------------------- matching
 

@@ -223,6 +223,9 @@ class WatchCache(Generic[T]):
             for value in key_fn(obj):
                 index.setdefault(value, set()).add(key)
 
+    def has_index(self, name: str) -> bool:
+        return name in self._indexers
+
     def by_index(self, name: str, value: str) -> builtins.list[T]:
         keys = self._indices[name].get(value)
         if not keys:

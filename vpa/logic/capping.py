@@ -16,9 +16,9 @@ Owns (spec §5.4, upstream `cappingRecommendationProcessor` + `recommendation_pr
 "Current" requests and limits are `status.containerStatuses[].resources` when present, else the spec.
 
 Deliberate deviations from upstream (documented in the module tests and the report):
-- pod LimitRange rounding is done in each resource's own unit (ceil/floor of millicores and bytes);
-  upstream rounds CPU to whole *cores* (and its round-down turns any value below 1 core into -1 core)
-  while its memory "round up" floors;
+- pod LimitRange rounding is done in each resource's own unit (ceil/floor of millicores and bytes); for
+  CPU that is upstream 1.7.1's behaviour (older releases rounded to whole cores), but upstream's memory
+  "round up" floors;
 - containers without a recommendation take part in the pod LimitRange sums with their current request but
   are never changed (upstream inserts them as recommendations, which can write into nil maps);
 - a resource missing from a container's recommendation is never added by scaling (upstream may add `0`);

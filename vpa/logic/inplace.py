@@ -45,9 +45,8 @@ from vpa.logic.priority import (
 from vpa.logic.resizestatus import ResizeState, ResizeStatus
 from vpa.logic.restrictions import PENDING, GroupProblem, ReplicaGroup
 from vpa.model import annotations as ann
-from vpa.model import quantity
 from vpa.model.pod import PodView
-from vpa.model.resources import CPU, MEMORY, Resources
+from vpa.model.resources import CPU, MEMORY, Resources, format_patch_amount
 from vpa.model.settings import UpdaterSettings
 from vpa.model.vpa import UpdateMode
 
@@ -236,16 +235,16 @@ def by_container(changes: Sequence[Change]) -> tuple[ContainerChange, ...]:
 
 
 def _quantity(resource: str, value: int) -> str:
-    if resource == CPU:
-        return quantity.format_cpu_millicores(value)
-    return quantity.Quantity.from_int(value).canonical()
+    return format_patch_amount(resource, value)
 
 
 def resize_patch(pod: PodView, changes: Sequence[ContainerChange]) -> list[dict[str, Any]]:
     """The JSON Patch (`application/json-patch+json`) for `pods/<name>/resize`.
 
     Like upstream: `add …/resources {}` when the container has neither requests nor limits, `add …/requests
-    {}` (`…/limits {}`) when that map has no cpu/memory and something is set in it, then one `add` per value.
+    {}` (`…/limits {}`) when that map has no cpu/memory and something is set in it, then one `add` per value;
+    "has" reads the container's status resources when reported, else its spec, so a container whose spec has
+    no resources but whose status has gets no empty objects (upstream).
     Unlike upstream, unchanged values are not re-sent. Raises ValueError on an empty change list (upstream:
     "no resource patches were calculated to apply").
     """
@@ -253,15 +252,21 @@ def resize_patch(pod: PodView, changes: Sequence[ContainerChange]) -> list[dict[
     for change in changes:
         container = pod.containers[change.index]
         base = f"/spec/containers/{change.index}/resources"
-        if not container.has_resources:
+        # As upstream, the container's resources are read from its status when reported, else its spec.
+        status = pod.container_status(container.name)
+        reported_requests = status.actual_requests if status is not None else None
+        reported_limits = status.actual_limits if status is not None else None
+        current_requests = container.requests if reported_requests is None else reported_requests
+        current_limits = container.limits if reported_limits is None else reported_limits
+        if not (container.has_resources or not current_requests.is_empty() or not current_limits.is_empty()):
             ops.append({"op": "add", "path": base, "value": {}})
-        for part, new, current in (
-            ("requests", change.requests, container.requests),
-            ("limits", change.limits, container.limits),
+        for part, new, current, spec in (
+            ("requests", change.requests, current_requests, container.requests),
+            ("limits", change.limits, current_limits, container.limits),
         ):
             if new.is_empty():
                 continue
-            if current.is_empty():
+            if current.is_empty() and spec.is_empty():  # never replace a spec map that has values
                 ops.append({"op": "add", "path": f"{base}/{part}", "value": {}})
             for resource in _RESOURCES:
                 value = new.get(resource)

@@ -19,7 +19,7 @@ With gate `CPUStartupBoost` on, containers whose policy mode is `Off` are skippe
 A container whose own values lead to an invalid quantity (negative, past 2**63-1, a limit below the
 request) gets no patch at all (`writable`): never a value the API server would reject.
 In mode `Off` only the boost is applied. Path segments are JSON-pointer escaped (`/` → `~1`, `~` → `~0`),
-so `vpaCpuStartupBoost/app` is addressed as `vpaCpuStartupBoost~1app` (upstream leaves it unescaped).
+so `vpaCpuStartupBoost/app` is addressed as `vpaCpuStartupBoost~1app` (as upstream).
 
 Must not: choose the VPA (that is `vpa.logic.matching`), compute recommendations (that is
 `vpa.logic.capping`), log or do I/O. Values are plain JSON types, ready for orjson.
@@ -38,7 +38,7 @@ from vpa.model import annotations as ann
 from vpa.model import quantity
 from vpa.model.features import FeatureGates
 from vpa.model.pod import ContainerView, PodView
-from vpa.model.resources import CPU, MEMORY, Resources
+from vpa.model.resources import CPU, MEMORY, Resources, format_patch_amount
 from vpa.model.vpa import ControlledValues, StartupBoost, StartupBoostType, UpdateMode, VpaView
 
 Patch = dict[str, Any]
@@ -102,9 +102,7 @@ def annotation_patch(key: str, value: str) -> Patch:
 
 @functools.lru_cache(maxsize=4096)  # recommendations repeat across replicas: format each amount once
 def _quantity_text(resource: str, amount: int) -> str:
-    if resource == CPU:
-        return quantity.format_cpu_millicores(amount)
-    return quantity.Quantity.from_int(amount).canonical()
+    return format_patch_amount(resource, amount)
 
 
 # --- CPU startup boost (spec §5.6) --------------------------------------------------------------------

@@ -143,15 +143,17 @@ def apply_integer_cpu(recommendation: Recommendation, annotations: Mapping[str, 
 def _cap(value: int | None, minimum: int | None, maximum: int | None) -> int | None:
     if value is None:
         return None
-    if minimum is not None and minimum != 0 and value < minimum:
+    if minimum is not None and minimum > 0 and value < minimum:
         value = minimum
-    if maximum is not None and maximum != 0 and value > maximum:
+    if maximum is not None and maximum > 0 and value > maximum:
         value = maximum
-    return value
+    return max(value, 0)  # a negative bound (rejected by validation, but stored objects may have it) or
+    # amount never reaches the status
 
 
 def cap_resources(resources: Resources, min_allowed: Resources, max_allowed: Resources) -> Resources:
-    """Clamp to min then max (so max wins if they conflict); unset or zero limits do not apply."""
+    """Clamp to min then max (so max wins if they conflict); unset, zero or negative limits do not apply;
+    the result is never negative."""
     return Resources(
         cpu_millicores=_cap(resources.cpu_millicores, min_allowed.cpu_millicores, max_allowed.cpu_millicores),
         memory_bytes=_cap(resources.memory_bytes, min_allowed.memory_bytes, max_allowed.memory_bytes),

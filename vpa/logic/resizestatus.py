@@ -4,7 +4,8 @@ Owns: reading the resize state of a pod from the Kubernetes ≥ 1.33 pod conditi
 with reason `Deferred` / `Infeasible`, `PodResizeInProgress` with reason `Error` on a kubelet failure) or,
 on older clusters that still set it, the legacy `status.resize` field (`Proposed`, `InProgress`, `Deferred`,
 `Infeasible`); the fallback timeouts of `InPlaceOrRecreate` (Deferred > 5 min, in progress > 1 h) measured
-from a start time the caller supplies.
+from a start time the caller supplies. As upstream, `PodResizeInProgress` means "in progress" only with
+neither reason nor message; a message without a reason is Unknown (waits like Deferred).
 
 Differences from upstream (spec §4.7, §11.7), on purpose:
 - both conditions are read (upstream returns on the first one it finds, even when it is not True); when both
@@ -117,8 +118,8 @@ def resize_status(pod: PodView) -> ResizeStatus:
         if in_progress is not None and in_progress.is_true:
             if in_progress.reason == ann.RESIZE_REASON_ERROR:
                 state = ResizeState.ERROR
-            elif in_progress.reason == "":
-                state = ResizeState.IN_PROGRESS
+            elif in_progress.reason == "" and in_progress.message == "":
+                state = ResizeState.IN_PROGRESS  # a message without a reason is not "in progress" (upstream)
             else:
                 state = ResizeState.UNKNOWN
             return ResizeStatus(

@@ -65,6 +65,8 @@ def _go_value(value: object) -> str:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
+        if math.isfinite(value) and value.is_integer() and abs(value) < 1e21:
+            return str(int(value))  # Go's %v prints an integral float without a fraction: -1, not -1.0
         return repr(value) if math.isfinite(value) else str(value)
     if isinstance(value, str):
         return json.dumps(value)
@@ -179,11 +181,8 @@ class _Validator:
     def _old_controlled_resource(self, container_name: object, value: str) -> bool:
         for policy in self._old_policies():
             resources = policy.get("controlledResources")
-            if (
-                policy.get("containerName") == container_name
-                and isinstance(resources, list)
-                and value in resources
-            ):
+            # upstream accepts the resource when any old container policy had it, whichever container
+            if isinstance(resources, list) and value in resources:
                 return True
         return False
 
@@ -268,7 +267,7 @@ class _Validator:
                         self._str(entry["name"], f"{where}.name")
             if len(items) > 1:
                 self.errors.append(
-                    FieldError(TOO_MANY, "spec.recommenders", "must have at most 1 items", len(items))
+                    FieldError(TOO_MANY, "spec.recommenders", "must have at most 1 item", len(items))
                 )
 
     def update_policy(self, policy: Mapping[str, Any], path: str) -> None:
@@ -435,7 +434,11 @@ class _Validator:
             if parsed is None:
                 continue
             out[str(resource)] = parsed
-            if resource == CPU and parsed.nanos % 10**6:
+            if parsed.nanos < 0:
+                self.errors.append(
+                    FieldError(INVALID, field, "must be greater than or equal to 0", parsed.canonical())
+                )
+            elif resource == CPU and parsed.nanos % 10**6:
                 self.errors.append(
                     FieldError(INVALID, field, "must be a whole number of milli CPUs", parsed.canonical())
                 )

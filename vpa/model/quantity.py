@@ -243,3 +243,12 @@ def format_cpu_millicores(millicores: int) -> str:
 def format_memory_bytes(value: int, fmt: Format = "BinarySI") -> str:
     """Canonical memory string for a byte count: 1073741824 → `1Gi`, 1000 → `1000`, 1536 → `1536`."""
     return Quantity.from_int(value, fmt).canonical()
+
+
+def format_memory_bytes_as_written(value: int) -> str:
+    """Memory for a patch, in the form a VPA recommendation is written: binary (`256Mi`) when that is no
+    longer than the decimal form, else decimal (`300M`, `279172665`). A canonical recommendation string
+    (`256Mi`, `300M`, `2G`, plain bytes) round-trips to itself, as upstream's patches keep its format."""
+    binary = format_memory_bytes(value, "BinarySI")
+    decimal = format_memory_bytes(value, "DecimalSI")
+    return binary if len(binary) <= len(decimal) else decimal

@@ -71,3 +71,11 @@ def _read(
     except quantity.QuantityError as err:
         raise quantity.QuantityError(f"{name}: {err}") from err
     return pick(parsed)
+
+
+def format_patch_amount(resource: str, amount: int) -> str:
+    """The quantity text a pod patch (admission or in-place resize) writes: CPU canonical (`250m`, `1`),
+    memory in the recommendation's form (`quantity.format_memory_bytes_as_written`: `256Mi`, `300M`)."""
+    if resource == CPU:
+        return quantity.format_cpu_millicores(amount)
+    return quantity.format_memory_bytes_as_written(amount)

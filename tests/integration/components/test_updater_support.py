@@ -33,7 +33,7 @@ from vpa.kube.controllers import KINDS, ControllerCaches
 from vpa.kube.eventing import EventRecorder
 from vpa.kube.watching import WatchCache
 from vpa.logic.limitranges import NO_LIMITS
-from vpa.logic.patches import pod_patch, pod_shape
+from vpa.logic.patches import AdmissionOptions, pod_patch, pod_shape
 from vpa.model.features import FeatureGates
 from vpa.model.pod import PodView
 from vpa.model.resources import Resources
@@ -339,7 +339,9 @@ async def updater_env(
 
 
 @contextlib.asynccontextmanager
-async def admission_webhook(cluster: SimCluster) -> AsyncIterator[list[str]]:
+async def admission_webhook(
+    cluster: SimCluster, options: AdmissionOptions | None = None
+) -> AsyncIterator[list[str]]:
     """A TLS mutating webhook that applies the VPA targeting `Deployment/<app label>` to every new pod
     (the admission logic's own `pod_patch`, no LimitRanges); yields the names of the pods it patched."""
     certs = generate_certs("webhook", ("127.0.0.1",))
@@ -359,7 +361,10 @@ async def admission_webhook(cluster: SimCluster) -> AsyncIterator[list[str]]:
                 and view.target_ref.name == app
                 and view.recommendation is not None
             ):
-                ops = pod_patch(converting.pod_from_dict(raw), pod_shape(raw), view, NO_LIMITS)
+                ops = pod_patch(
+                    converting.pod_from_dict(raw), pod_shape(raw), view, NO_LIMITS,
+                    options if options is not None else AdmissionOptions(),
+                )
                 response["patchType"] = "JSONPatch"
                 response["patch"] = base64.b64encode(orjson.dumps(ops)).decode()
                 patched.append(raw["metadata"].get("name") or raw["metadata"].get("generateName", ""))

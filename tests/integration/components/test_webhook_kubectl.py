@@ -121,9 +121,9 @@ async def test_kubectl_apply_deployment_gets_recommended_resources(tmp_path: Pat
             for pod in web_pods():
                 app, sidecar = pod["spec"]["containers"]
                 # Quantities as the patch logic writes them (memory in bytes: 300Mi, 600Mi).
-                assert app["resources"]["requests"] == {"cpu": "250m", "memory": "314572800"}
+                assert app["resources"]["requests"] == {"cpu": "250m", "memory": "300Mi"}
                 # Limits keep the original 2:1 limit/request ratio.
-                assert app["resources"]["limits"] == {"cpu": "500m", "memory": "629145600"}
+                assert app["resources"]["limits"] == {"cpu": "500m", "memory": "600Mi"}
                 assert sidecar.get("resources") in (None, {})
                 annotations = pod["metadata"]["annotations"]
                 assert annotations["vpaUpdates"].startswith("Pod resources updated by web-vpa: container 0: ")
@@ -175,7 +175,7 @@ INVALID: list[tuple[str, dict[str, Any], str]] = [
     (
         "two-recommenders",
         {"recommenders": [{"name": "a"}, {"name": "b"}]},
-        "spec.recommenders: Too many: 2: must have at most 1 items",
+        "spec.recommenders: Too many: 2: must have at most 1 item",
     ),
 ]
 

@@ -275,7 +275,7 @@ RULES: list[tuple[str, JSON, FeatureGates, list[str]]] = [
         "two-recommenders",
         vpa(recommenders=[{"name": "a"}, {"name": "b"}]),
         OFF,
-        ["spec.recommenders: Too many: 2: must have at most 1 items"],
+        ["spec.recommenders: Too many: 2: must have at most 1 item"],
     ),
     (
         "target-ref-required-on-create",
@@ -416,7 +416,8 @@ def test_controlled_resource_kept_from_old_object_is_a_warning() -> None:
             "containerPolicies": [{"containerName": "db", "controlledResources": ["ephemeral-storage"]}]
         }
     )
-    assert not validate_vpa(new, OFF, old=other_container).allowed
+    # upstream: any old container policy having the resource is enough, whichever container it named
+    assert validate_vpa(new, OFF, old=other_container).allowed
 
 
 def test_several_errors_message() -> None:
@@ -429,7 +430,7 @@ def test_several_errors_message() -> None:
     )
     assert result.message() == (
         "[spec.updatePolicy.minReplicas: Invalid value: -1: minReplicas has to be positive, "
-        "spec.recommenders: Too many: 2: must have at most 1 items]"
+        "spec.recommenders: Too many: 2: must have at most 1 item]"
     )
 
 
@@ -493,3 +494,35 @@ def test_validation_never_raises(spec: object, old_spec: object, gates: FeatureG
     for error in result.errors:
         assert str(error)
     validate_vpa(spec, gates)
+
+
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [
+        ({"maxAllowed": {"cpu": "-100m"}},
+         f'{P}.maxAllowed[cpu]: Invalid value: "-100m": must be greater than or equal to 0'),
+        ({"maxAllowed": {"memory": "-1Gi"}},
+         f'{P}.maxAllowed[memory]: Invalid value: "-1Gi": must be greater than or equal to 0'),
+        ({"minAllowed": {"cpu": "-1"}},
+         f'{P}.minAllowed[cpu]: Invalid value: "-1": must be greater than or equal to 0'),
+        ({"maxAllowed": {"cpu": "0", "memory": "0"}}, None),  # zero is allowed
+    ],
+    ids=["negative-max-cpu", "negative-max-memory", "negative-min-cpu", "zero"],
+)  # fmt: skip
+def test_negative_quantities_are_rejected_naming_the_field(fields: JSON, expected: str | None) -> None:
+    result = validate_vpa(with_policy(**fields), OFF)
+    if expected is None:
+        assert result.allowed
+    else:
+        assert not result.allowed
+        assert expected in result.message()
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [(-1.0, "-1"), (0.5, "0.5"), (2.0, "2"), (-1, "-1"), (float("inf"), "inf")],
+)
+def test_bad_values_print_as_go_does(value: object, text: str) -> None:
+    from vpa.logic.validation import _go_value
+
+    assert _go_value(value) == text

@@ -140,3 +140,23 @@ def test_post_process_order_integer_cpu_before_capping() -> None:
     assert item.uncapped_target.cpu_millicores == 2000
     disabled = post_process(raw, policy, annotations, PostProcessingConfig()).containers[0]
     assert disabled.target.cpu_millicores == 1200
+
+
+@pytest.mark.parametrize(
+    ("resources", "min_allowed", "max_allowed", "expected"),
+    [
+        # negative maxAllowed (accepted by older admission, or written around it): ignored, never published
+        (Resources(250, 2**28), Resources(), Resources(-100, -(2**30)), Resources(250, 2**28)),
+        # negative minAllowed: ignored
+        (Resources(250, 2**28), Resources(-1000, -1), Resources(), Resources(250, 2**28)),
+        # a negative amount never reaches the status
+        (Resources(-5, -1), Resources(), Resources(), Resources(0, 0)),
+    ],
+    ids=["negative-max", "negative-min", "negative-amount"],
+)
+def test_never_negative(
+    resources: Resources, min_allowed: Resources, max_allowed: Resources, expected: Resources
+) -> None:
+    from vpa.logic.postprocessing import cap_resources
+
+    assert cap_resources(resources, min_allowed, max_allowed) == expected

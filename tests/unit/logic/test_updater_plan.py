@@ -426,13 +426,42 @@ def test_resize_patch_with_proportional_limits() -> None:
     assert decision.action is Action.RESIZE
     assert resize_patch(p, decision.changes) == [
         {"op": "add", "path": "/spec/containers/0/resources/requests/cpu", "value": "1"},
-        {"op": "add", "path": "/spec/containers/0/resources/requests/memory", "value": "1073741824"},
-        {"op": "add", "path": "/spec/containers/0/resources/limits/memory", "value": "2147483648"},
+        {"op": "add", "path": "/spec/containers/0/resources/requests/memory", "value": "1Gi"},
+        {"op": "add", "path": "/spec/containers/0/resources/limits/memory", "value": "2Gi"},
         {"op": "add", "path": "/spec/containers/1/resources", "value": {}},
         {"op": "add", "path": "/spec/containers/1/resources/requests", "value": {}},
         {"op": "add", "path": "/spec/containers/1/resources/requests/cpu", "value": "50m"},
-        {"op": "add", "path": "/spec/containers/1/resources/requests/memory", "value": "536870912"},
+        {"op": "add", "path": "/spec/containers/1/resources/requests/memory", "value": "512Mi"},
     ]
     assert in_place_updated_patch() == {"metadata": {"annotations": {"vpaInPlaceUpdated": "true"}}}
     with pytest.raises(ValueError, match="no resource patches"):
         resize_patch(p, ())
+
+
+@pytest.mark.parametrize(
+    ("spec", "reported", "expected_prefix"),
+    [
+        # spec and status both without resources: the empty objects come first
+        ({"cpu": None, "mem": None}, None, ["resources", "resources/requests"]),
+        # spec without resources, status reporting requests: upstream reads both and adds no empty objects
+        ({"cpu": None, "mem": None}, {"requests": {"cpu": "100m", "memory": "100Mi"}}, []),
+        # spec with requests: nothing empty to add
+        ({"cpu": "100m", "mem": "100Mi"}, None, []),
+        # status reporting only limits: `resources` exists, `requests` does not
+        ({"cpu": None, "mem": None}, {"limits": {"cpu": "1"}}, ["resources/requests"]),
+    ],
+    ids=["nothing-anywhere", "status-only", "spec", "status-limits-only"],
+)
+def test_resize_patch_reads_status_resources_for_empty_objects(
+    spec: dict[str, str | None], reported: dict[str, dict[str, str]] | None, expected_prefix: list[str]
+) -> None:
+    p = pod(containers=[ctr("app", **spec)], actual={"app": reported} if reported is not None else None)  # type: ignore[arg-type]
+    from vpa.logic.inplace import ContainerChange
+    from vpa.model.resources import Resources
+
+    change = ContainerChange(0, "app", Resources(50, 64 * 2**20), Resources(), disruptive=False)
+    ops = resize_patch(p, [change])
+    empties = [op["path"].removeprefix("/spec/containers/0/") for op in ops if op["value"] == {}]
+    assert empties == expected_prefix
+    values = {op["path"].rsplit("/", 1)[1]: op["value"] for op in ops if op["value"] != {}}
+    assert values == {"cpu": "50m", "memory": "64Mi"}

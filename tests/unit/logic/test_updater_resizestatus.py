@@ -81,3 +81,30 @@ def test_timer_falls_back_to_condition_time_then_waits() -> None:
     assert not resize_status(pod(pending_reason="Deferred", condition_at=NOW - 299)).timed_out(None, NOW)
     # legacy status has no time: without our patch time the wait cannot be measured
     assert not resize_status(pod(legacy="Deferred")).timed_out(None, NOW + 10**6)
+
+
+@pytest.mark.parametrize(
+    ("reason", "message", "state"),
+    [
+        ("", "", ResizeState.IN_PROGRESS),  # the kubelet is actuating: nothing to report yet
+        ("", "cgroup write failed", ResizeState.UNKNOWN),  # a message without a reason is not "in progress"
+        ("Error", "cgroup write failed", ResizeState.ERROR),
+        ("Error", "", ResizeState.ERROR),
+        ("SomethingNew", "", ResizeState.UNKNOWN),
+    ],
+    ids=["plain", "message-without-reason", "error-with-message", "error", "unknown-reason"],
+)
+def test_in_progress_condition_reason_and_message(reason: str, message: str, state: ResizeState) -> None:
+    from dataclasses import replace
+
+    from tests.builders import make_condition
+    from vpa.kube.converting import pod_from_dict
+
+    p = pod()
+    raw_condition = make_condition("PodResizeInProgress", at=NOW - 60, reason=reason, message=message)
+    condition = pod_from_dict(
+        {"metadata": {"name": "x", "namespace": "default", "uid": "u"}, "spec": {"containers": []},
+         "status": {"conditions": [raw_condition]}}
+    ).resize_in_progress
+    assert condition is not None
+    assert resize_status(replace(p, conditions=(condition,))).state is state

@@ -173,3 +173,23 @@ def test_byte_and_millicore_formatting_never_fails(amount: int) -> None:
 )
 def test_in_pod_range(amount: int, ok: bool) -> None:
     assert quantity.in_pod_range(amount) is ok
+
+
+@pytest.mark.parametrize(
+    ("written", "expected"),
+    [
+        ("256Mi", "256Mi"),  # upstream patches keep the recommendation's binary form
+        ("1Gi", "1Gi"),
+        ("279172665", "279172665"),  # not a multiple of 1024: plain bytes
+        ("300M", "300M"),  # a decimal recommendation stays decimal
+        ("2G", "2G"),  # a multiple of 1024, but "1953125Ki" is not how it was written
+        ("4k", "4k"),
+        ("0", "0"),
+    ],
+)
+def test_memory_patch_text_keeps_the_recommendation_form(written: str, expected: str) -> None:
+    from vpa.model.quantity import format_memory_bytes_as_written, memory_bytes
+    from vpa.model.resources import MEMORY, format_patch_amount
+
+    assert format_memory_bytes_as_written(memory_bytes(written)) == expected
+    assert format_patch_amount(MEMORY, memory_bytes(written)) == expected

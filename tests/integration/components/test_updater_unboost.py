@@ -1,0 +1,67 @@
+"""CPU startup boost end to end against `vpa sim`: admitted boosted, Ready, resized in place back to the
+recommendation seconds after the boost expires (no restart, no eviction), annotation removed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.integration.components.test_updater_support import (
+    admission_webhook,
+    amounts,
+    container,
+    cstatus,
+    rec,
+    res,
+    spec_resources,
+    uids,
+    updater_env,
+    vpa,
+)
+from vpa.logic.patches import AdmissionOptions
+from vpa.model.features import FeatureGates
+
+GATES = "CPUStartupBoost=true,InPlace=true"
+BOOST_S = 30
+
+
+def boosted_vpa(mode: str) -> dict[str, Any]:
+    body = vpa("web", "web", mode)
+    body["spec"]["startupBoost"] = {"cpu": {"type": "Factor", "factor": 4, "durationSeconds": BOOST_S}}
+    return body
+
+
+@pytest.mark.parametrize(
+    ("mode", "replicas", "expected_cpu"),
+    [
+        ("InPlaceOrRecreate", 1, "300m"),  # a single replica is unboosted too (below minReplicas)
+        ("Recreate", 2, "300m"),  # unboosting never evicts, whatever the mode
+        ("Off", 1, "250m"),  # mode Off: back to the pod's original CPU
+    ],
+    ids=["single-replica", "recreate", "mode-off"],
+)
+async def test_boost_ends_in_place_after_expiry(mode: str, replicas: int, expected_cpu: str) -> None:
+    options = AdmissionOptions(gates=FeatureGates.parse(GATES))
+    async with updater_env(gates=GATES) as env, admission_webhook(env.cluster, options):
+        await env.create_vpa(boosted_vpa(mode), rec("app", cpu="300m", memory="256Mi"))
+        before = await env.create_deployment("web", replicas, container("app", cpu="250m", memory="256Mi"))
+        for pod in before:
+            assert "vpaCpuStartupBoost/app" in pod["metadata"]["annotations"]
+            boosted = 4 * (300 if mode != "Off" else 250)
+            assert amounts(spec_resources(pod)["requests"]).cpu_millicores == boosted
+        await env.advance(10)  # Ready; the boost still runs
+        report = await env.updater.unboost_once()
+        assert report.unboosted == []
+        assert report.next_expiry is not None
+        await env.advance(BOOST_S)  # expired
+        report = await env.updater.unboost_once()
+        await env.sync()
+        assert len(report.unboosted) == replicas
+        after = env.pods("web")
+        assert uids(after) == uids(before)  # resized in place: no eviction
+        for pod in after:
+            assert "vpaCpuStartupBoost/app" not in pod["metadata"].get("annotations", {})
+            status = cstatus(pod)
+            assert status["restartCount"] == 0
+            assert amounts(status["resources"]["requests"]) == res(expected_cpu, "256Mi")
