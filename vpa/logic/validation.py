@@ -37,7 +37,8 @@ INVALID: Final = "Invalid value"
 NOT_SUPPORTED: Final = "Unsupported value"
 TOO_MANY: Final = "Too many"
 
-SUPPORTED_UPDATE_MODES: Final = ("Initial", "InPlace", "InPlaceOrRecreate", "Off", "Recreate")
+# Sorted bytewise, as upstream prints the list (Go `sort.Strings`); `Auto` is accepted but not offered.
+SUPPORTED_UPDATE_MODES: Final = ("InPlace", "InPlaceOrRecreate", "Initial", "Off", "Recreate")
 SCALING_MODES: Final = ("Auto", "Off")
 CONTROLLED_VALUES: Final = ("RequestsAndLimits", "RequestsOnly")
 CONTROLLED_RESOURCES: Final = (CPU, MEMORY)
@@ -51,8 +52,8 @@ PER_VPA_CONFIG_FIELDS: Final = (
 )
 
 AUTO_DEPRECATION_WARNING: Final = (
-    'UpdateMode "Auto" is deprecated and will be removed in a future API version. Use explicit update modes '
-    'like "Recreate", "Initial", or "InPlaceOrRecreate" instead. '
+    'spec.updatePolicy: "Auto" mode is deprecated and will be removed in a future API version. Use explicit '
+    "update modes like: [InPlace InPlaceOrRecreate Initial Off Recreate]. "
     "See https://github.com/kubernetes/autoscaler/issues/8424 for more details."
 )
 _MISSING: Final = object()

@@ -59,8 +59,8 @@ RULES: list[tuple[str, JSON, FeatureGates, list[str]]] = [
         OFF,
         [
             'spec.updatePolicy.updateMode: Unsupported value: "Sometimes": '
-            'supported values: "Initial", "InPlace", '
-            '"InPlaceOrRecreate", "Off", "Recreate"'
+            'supported values: "InPlace", "InPlaceOrRecreate", '
+            '"Initial", "Off", "Recreate"'
         ],
     ),
     ("in-place-or-recreate", vpa(updatePolicy={"updateMode": "InPlaceOrRecreate"}), OFF, []),
@@ -82,7 +82,7 @@ RULES: list[tuple[str, JSON, FeatureGates, list[str]]] = [
         ALL,
         [
             'spec.updatePolicy.updateMode: Unsupported value: "InPlaceOnly": supported values: '
-            '"Initial", "InPlace", "InPlaceOrRecreate", "Off", "Recreate"'
+            '"InPlace", "InPlaceOrRecreate", "Initial", "Off", "Recreate"'
         ],
     ),
     ("min-replicas-positive", vpa(updatePolicy={"updateMode": "Recreate", "minReplicas": 1}), OFF, []),
@@ -526,3 +526,13 @@ def test_bad_values_print_as_go_does(value: object, text: str) -> None:
     from vpa.logic.validation import _go_value
 
     assert _go_value(value) == text
+
+
+def test_auto_warning_and_supported_modes_read_as_upstream_writes_them() -> None:
+    # Upstream prints the update-mode list sorted bytewise (Go's sort.Strings, `Auto` left out) both in the
+    # "Unsupported value" error and, as a Go slice, in the `Auto` deprecation warning on `spec.updatePolicy`.
+    assert AUTO_DEPRECATION_WARNING == (
+        'spec.updatePolicy: "Auto" mode is deprecated and will be removed in a future API version. '
+        "Use explicit update modes like: [InPlace InPlaceOrRecreate Initial Off Recreate]. See "
+        "https://github.com/kubernetes/autoscaler/issues/8424 for more details."
+    )
