@@ -3,6 +3,8 @@ recommendation seconds after the boost expires (no restart, no eviction), annota
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from typing import Any
 
 import pytest
@@ -65,3 +67,32 @@ async def test_boost_ends_in_place_after_expiry(mode: str, replicas: int, expect
             status = cstatus(pod)
             assert status["restartCount"] == 0
             assert amounts(status["resources"]["requests"]) == res(expected_cpu, "256Mi")
+
+
+async def test_the_unboost_loop_ends_a_boost_within_seconds_of_expiry() -> None:
+    """The updater's own loop, not one pass called by hand: a boost ends about a second of cluster time after
+    it expires, long before the next one-minute updater tick."""
+    options = AdmissionOptions(gates=FeatureGates.parse(GATES))
+    async with updater_env(gates=GATES) as env, admission_webhook(env.cluster, options):
+        await env.create_vpa(boosted_vpa("InPlaceOrRecreate"), rec("app", cpu="300m", memory="256Mi"))
+        before = await env.create_deployment("web", 1, container("app", cpu="250m", memory="256Mi"))
+        loop = asyncio.ensure_future(env.updater.run_unboost_forever())
+        try:
+            await env.advance(10)  # Ready
+            await asyncio.sleep(0.2)
+            assert "vpaCpuStartupBoost/app" in env.pods("web")[0]["metadata"]["annotations"]
+            await env.advance(BOOST_S)  # the boost has just expired
+            waited = 0.0
+            while "vpaCpuStartupBoost/app" in env.pods("web")[0]["metadata"].get("annotations", {}):
+                assert waited < 5.0, "the boost did not end within 5 s of cluster time after expiry"
+                await asyncio.sleep(0.1)  # real time for the loop's pass and its API calls
+                await env.advance(0.5)
+                waited += 0.5
+        finally:
+            loop.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await loop
+        after = env.pods("web")
+        assert uids(after) == uids(before)
+        assert amounts(cstatus(after[0])["resources"]["requests"]) == res("300m", "256Mi")
+        assert cstatus(after[0])["restartCount"] == 0
