@@ -582,6 +582,7 @@ class Recommender:
         namespace: str = "",
         ignored_namespaces: Iterable[str] = (),
         per_vpa_config: bool = False,
+        native_sidecars: bool = False,
         chunk_budget_s: float = 0.003,
         history: HistorySource | None = None,
         history_metrics: PrometheusClientMetrics | None = None,
@@ -618,6 +619,9 @@ class Recommender:
         self._namespace = namespace
         self._ignored = frozenset(ns for ns in ignored_namespaces if ns)
         self._config = RecommenderConfig.from_settings(settings, per_vpa_config=per_vpa_config)
+        # Gate NativeSidecar (AEP-8905): init containers with `restartPolicy: Always` are tracked, sampled
+        # and OOM-observed like containers; plain init containers never are.
+        self._native_sidecars = native_sidecars
         self._chunk_budget_s = chunk_budget_s
         self._ooms: deque[OomKill] = deque(maxlen=OOM_QUEUE_SIZE)
         # With --recommend-on-oom the group sets a trigger; OOM-killed pods' labels say which VPAs to redo.
@@ -659,6 +663,7 @@ class Recommender:
             checkpoints=CheckpointStore(client, namespace),
             registry=registry, health=health, namespace=common.vpa_object_namespace,
             ignored_namespaces=common.ignored_vpa_object_namespaces, per_vpa_config=gates.per_vpa_config,
+            native_sidecars=gates.native_sidecar,
             history=(PrometheusHistoryReader(settings.prometheus, namespace=common.vpa_object_namespace)
                      if settings.storage == "prometheus" else None),
             events=events, nodes=nodes, hpas=hpas, recorder=recorder,
@@ -697,6 +702,8 @@ class Recommender:
     # ------------------------------------------------------------------------------- OOM observer
 
     def _on_pod_update(self, old: PodView, new: PodView) -> None:
+        if self._native_sidecars:
+            old, new = old.with_native_sidecars(), new.with_native_sidecars()
         for kill in ooms_from_pod_update(old, new):
             seen = self._last_oom.setdefault(kill.container_id.pod, {})
             if seen.get(kill.container_id.container_name) == kill.timestamp:
@@ -858,11 +865,13 @@ class Recommender:
         pacer = _Pacer(self._chunk_budget_s)
         selectors = await self._selectors_by_namespace(pacer) if self.settings.memory_saver else None
         from_status = from_spec = 0
-        for pod in self._pods.list():
+        for cached in self._pods.list():
             if pacer.due():  # before any `continue`: 10,000 unchanged pods are 20 ms of CPU
                 await pacer.pause()
-            if pod.phase in ("", "Pending"):
+            if cached.phase in ("", "Pending"):
                 continue
+            # The pod itself unless the gate is on and it has sidecars; `applied` keeps the cached view.
+            pod = cached.with_native_sidecars() if self._native_sidecars else cached
             if selectors is not None and not any(
                     s.matches(pod.labels) for s in selectors.get(pod.namespace, ())):
                 continue
@@ -875,13 +884,13 @@ class Recommender:
                     from_status += 1
                 else:
                     from_spec += 1
-            if applied.get(pod_id) is pod:
+            if applied.get(pod_id) is cached:
                 continue  # unchanged since the last loop: the watch cache hands out a new view on change
             cluster.add_or_update_pod(pod_id, pod.labels, pod.phase, now)
             for container in pod.containers:
                 cluster.add_or_update_container(ContainerId(pod_id, container.name),
                                                 pod.current_requests(container.name), now)
-            applied[pod_id] = pod
+            applied[pod_id] = cached
         report.pods = len(live)
         if from_status:
             self.metrics.get_resources.labels(source=SOURCE_CONTAINER_STATUSES).inc(from_status)
@@ -1468,7 +1477,8 @@ class RecommenderGroup:
                 resolver=resolver, status_writer=status_writer, checkpoints=shared, metrics=metrics,
                 namespace=common.vpa_object_namespace,
                 ignored_namespaces=common.ignored_vpa_object_namespaces,
-                per_vpa_config=gates.per_vpa_config, hosted_names=names, collects_checkpoints=index == 0,
+                per_vpa_config=gates.per_vpa_config, native_sidecars=gates.native_sidecar,
+                hosted_names=names, collects_checkpoints=index == 0,
                 events=events, history=shared if reader is not None else None,
                 history_metrics=history_metrics, nodes=nodes, hpas=hpas, recorder=recorder,
             )

@@ -680,7 +680,8 @@ class Updater:
                     entry = work.get(chosen.key)
                     if entry is None:
                         entry = work[chosen.key] = _Work(chosen)
-                    entry.pods.append(pod)
+                    # Gate NativeSidecar: sidecars are weighed, capped and resized like containers.
+                    entry.pods.append(pod.with_native_sidecars() if self.gates.native_sidecar else pod)
             if seen >= _YIELD_EVERY:
                 seen = 0
                 await asyncio.sleep(0)

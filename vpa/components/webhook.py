@@ -433,6 +433,8 @@ class Admitter:
             metadata = raw.get("metadata")
             has_annotations = isinstance(metadata, dict) and metadata.get("annotations") is not None
             containers = spec.get("containers") if isinstance(spec, dict) else None
+            # Sidecars (gate NativeSidecar) and pod-level resources (gate PodLevelResources) shape the patch.
+            extra = (spec.get("initContainers"), spec.get("resources")) if isinstance(spec, dict) else None
             try:
                 key = (
                     vpa.uid,
@@ -440,7 +442,7 @@ class Admitter:
                     vpa.key,
                     limits,
                     has_annotations,
-                    hashlib.blake2b(orjson.dumps(containers), digest_size=16).digest(),
+                    hashlib.blake2b(orjson.dumps([containers, extra]), digest_size=16).digest(),
                 )
             except TypeError:
                 key = None

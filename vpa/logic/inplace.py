@@ -173,7 +173,7 @@ def _applied(pod: PodView, changes: Sequence[Change]) -> list[tuple[Resources, R
             requests = _with(requests, change.resource, change.request)
             limits = _with(limits, change.resource, change.limit)
         out.append((requests, limits))
-    out.extend((c.requests, c.limits) for c in pod.init_containers)
+    out.extend((c.requests, c.limits) for c in pod.plain_init_containers)
     return out
 
 
@@ -186,7 +186,7 @@ def _with(values: Resources, resource: str, value: int | None) -> Resources:
 
 
 def qos_before_and_after(pod: PodView, changes: Sequence[Change]) -> tuple[str, str]:
-    before = qos_class([(c.requests, c.limits) for c in (*pod.containers, *pod.init_containers)])
+    before = qos_class([(c.requests, c.limits) for c in (*pod.containers, *pod.plain_init_containers)])
     return before, qos_class(_applied(pod, changes))
 
 
@@ -251,7 +251,7 @@ def resize_patch(pod: PodView, changes: Sequence[ContainerChange]) -> list[dict[
     ops: list[dict[str, Any]] = []
     for change in changes:
         container = pod.containers[change.index]
-        base = f"/spec/containers/{change.index}/resources"
+        base = f"{pod.container_path(change.index)}/resources"
         # As upstream, the container's resources are read from its status when reported, else its spec.
         status = pod.container_status(container.name)
         reported_requests = status.actual_requests if status is not None else None
