@@ -173,7 +173,9 @@ def test_container_without_cpu_samples_gets_a_memory_only_recommendation(tmp_pat
     # Upstream recommends nothing without a CPU sample; we recommend memory (what a container OOM-killed
     # before its first metrics read needs), and no CPU, about which nothing is known.
     rows: list[Row] = [(T0 + 60 * k, "mem-only", None, 200 * MIB, False) for k in range(100)]
-    (container,) = _replay_json(_write_csv(tmp_path / "mem.csv", rows))["containers"]
+    containers = _replay_json(_write_csv(tmp_path / "mem.csv", rows))["containers"]
+    assert isinstance(containers, list)
+    (container,) = containers
     assert container["container"] == "mem-only"
     assert set(container["target"]) == {"memory"}
 

@@ -841,7 +841,7 @@ class Updater:
     async def _resize(self, entry: _Work, decision: PodDecision, report: LoopReport) -> None:
         pod, vpa, mode = decision.pod, entry.vpa, entry.vpa.effective_mode
         try:
-            operations = resize_patch(pod, decision.changes)
+            operations = resize_patch(pod, decision.changes, decision.pod_level)
         except ValueError as err:  # nothing to change: the plan never asks for this
             log.warning("resize_without_changes", pod=pod.key, error=str(err))
             return

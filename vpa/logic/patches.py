@@ -39,6 +39,7 @@ from typing import Any, Final
 
 from vpa.logic.capping import ContainerResources, container_resources_for_pod, proportional_limit
 from vpa.logic.limitranges import NamespaceLimits
+from vpa.logic.podlevel import own_resources, plan_pod_level, pod_level_patch
 from vpa.model import annotations as ann
 from vpa.model import quantity
 from vpa.model.features import FeatureGates
@@ -188,6 +189,22 @@ def boost_container(
 # --- the patch ----------------------------------------------------------------------------------------
 
 
+class PodLevelInvalid(ValueError):
+    """Gate `PodLevelResources`: no values keep this pod valid against its pod-level resources (the message
+    says which rule); the admission controller then admits the pod unchanged."""
+
+
+def requests_only(vpa: VpaView, recommended: Mapping[str, Resources]) -> bool:
+    """Whether every recommended container's policy is `RequestsOnly` (then the pod-level limit stays)."""
+    if not recommended:
+        return False
+    for name in recommended:
+        policy = vpa.resource_policy.for_container(name)
+        if policy is None or policy.effective_controlled_values is not ControlledValues.REQUESTS_ONLY:
+            return False
+    return True
+
+
 def writable(resources: ContainerResources) -> bool:
     """Whether every value is a valid pod quantity (0 ≤ amount ≤ 2**63-1) and no limit is below the request
     set beside it. Only a pod's own absurd values (negative, `1e308`, a `1n` limit under a large request)
@@ -261,9 +278,21 @@ def pod_patch(
     if not shape.has_annotations:
         ops.append({"op": "add", "path": "/metadata/annotations", "value": {}})
     resources = container_resources_for_pod(pod, vpa, limits)
+    pod_level = options.gates.pod_level_resources and pod.has_pod_level_resources
+    new_requests: dict[str, Resources] = {}
+    new_limits: dict[str, Resources] = {}
     entries: list[str] = []
     for index, container in enumerate(pod.containers):
         container_resources = resources[index]  # all EMPTY in mode Off: only a boost applies
+        if pod_level:
+            # Only the resources the container sets itself; the others share the pod-level budget.
+            container_resources = ContainerResources(
+                own_resources(container, container_resources.requests),
+                own_resources(container, container_resources.limits),
+                container_resources.notes,
+            )
+            if container_resources.requests.is_empty() and container_resources.limits.is_empty():
+                continue
         if container.is_sidecar:
             if container_resources.requests.is_empty() and container_resources.limits.is_empty():
                 continue  # nothing for it: no empty `resources` quirk on a sidecar (upstream never had one)
@@ -291,6 +320,19 @@ def pod_patch(
         entry = _container_patches(pointer, label, container_shape, container_resources, ops)
         if entry is not None:
             entries.append(entry)
+            new_requests[container.name] = container.requests.merged(container_resources.requests)
+            new_limits[container.name] = container.limits.merged(container_resources.limits)
+    if pod_level and vpa.effective_mode is not UpdateMode.OFF:
+        recommended = {c.name: r.requests for c, r in zip(pod.containers, resources, strict=True)
+                       if not r.requests.is_empty()}
+        plan = plan_pod_level(pod, new_requests, new_limits, recommended,
+                              requests_only=requests_only(vpa, recommended))
+        if plan.problem:
+            raise PodLevelInvalid(plan.problem)
+        pod_ops, notes = pod_level_patch(pod, plan)
+        if pod_ops:
+            ops.extend(pod_ops)
+            entries.append("pod: " + ", ".join(notes))
     if entries:
         ops.append(annotation_patch(ann.VPA_UPDATES, ann.format_vpa_updates(vpa.name, entries)))
     ops.append(

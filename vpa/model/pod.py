@@ -153,6 +153,10 @@ class PodView:
     observed_generation: int | None = None
     generate_name: str = ""
     has_pod_level_resources: bool = False
+    pod_requests: Resources = NO_RESOURCES
+    """Pod-level `spec.resources.requests` (cpu and memory; KEP-2837); empty when not set."""
+    pod_limits: Resources = NO_RESOURCES
+    """Pod-level `spec.resources.limits`; empty when not set."""
 
     @property
     def key(self) -> str:

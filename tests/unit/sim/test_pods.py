@@ -345,3 +345,58 @@ SELECTOR_CASES = [
 )
 def test_selector_matches(selector: Any, labels: dict[str, str], expected: bool) -> None:
     assert pods.selector_matches(selector, labels) is expected
+
+
+# --- pod-level resources (KEP-2837) ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("pod_resources", "defaulted"),
+    [
+        # a pod-level limit without a request: the request takes the limit's value (cpu and memory)
+        ({"limits": {"cpu": "1", "memory": "1Gi"}}, {"cpu": "1", "memory": "1Gi"}),
+        ({"requests": {"cpu": "200m"}, "limits": {"cpu": "1", "memory": "1Gi"}},
+         {"cpu": "200m", "memory": "1Gi"}),
+        ({"requests": {"cpu": "200m"}}, {"cpu": "200m"}),  # no limits: nothing to default from
+    ],
+    ids=["limits-only", "partly", "requests-only"],
+)
+def test_pod_level_requests_default_from_limits(
+    pod_resources: dict[str, Any], defaulted: dict[str, str]
+) -> None:
+    p = pod(c(), resources=copy.deepcopy(pod_resources))
+    pods.default_pod(p, (1, 35))
+    assert p["spec"]["resources"]["requests"] == defaulted
+
+
+@pytest.mark.parametrize(
+    ("pod_resources", "containers", "error"),
+    [
+        ({"requests": {"cpu": "500m"}}, [c(req={"cpu": "300m"})], None),
+        ({"requests": {"cpu": "200m"}}, [c(req={"cpu": "300m"})],
+         'spec.resources.requests[cpu]: Invalid value: "200m": must be greater than or equal to aggregate '
+         "container requests of 300m"),
+        ({"requests": {"memory": "2Gi"}, "limits": {"memory": "1Gi"}}, [c()],
+         'spec.resources.requests: Invalid value: "2Gi": must be less than or equal to memory limit of 1Gi'),
+        ({"limits": {"memory": "1Gi"}}, [c(lim={"memory": "2Gi"})],
+         'spec.resources.containers[0][memory].limits: Invalid value: "2Gi": '
+         "must be less than or equal to pod limits of 1Gi"),
+    ],
+    ids=["valid", "request-below-aggregate", "request-above-limit", "container-limit-above-pod-limit"],
+)  # fmt: skip
+def test_pod_level_validation(
+    pod_resources: dict[str, Any], containers: list[dict[str, Any]], error: str | None
+) -> None:
+    errs = [e.text() for e in pods.validate_pod_spec(pod(*containers, resources=pod_resources)["spec"])]
+    assert errs == ([] if error is None else [error])
+
+
+@pytest.mark.parametrize(
+    ("pod_level", "expected"), [(False, "500m"), (True, "700m")], ids=["1.35", "gate-on"]
+)
+def test_resize_merge_takes_pod_level_resources_only_with_the_gate(pod_level: bool, expected: str) -> None:
+    old = pod(c(req={"cpu": "100m"}), resources={"requests": {"cpu": "500m"}})
+    patched = copy.deepcopy(old)
+    patched["spec"]["resources"]["requests"]["cpu"] = "700m"
+    merged, _ = pods.resize_merge(old, patched, pod_level=pod_level)
+    assert merged["spec"]["resources"]["requests"]["cpu"] == expected

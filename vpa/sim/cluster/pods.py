@@ -219,12 +219,31 @@ def _default_container(container: dict[str, Any]) -> None:
         container["imagePullPolicy"] = "Always" if latest else "IfNotPresent"
 
 
+def _default_pod_requests(spec: dict[str, Any]) -> None:
+    """`defaultPodRequests`: a cpu or memory pod-level limit without a pod-level request gives the request
+    the limit's value (kube-apiserver 1.34+, PodLevelResources beta)."""
+    resources = spec.get("resources")
+    if not isinstance(resources, dict):
+        return
+    limits = resources.get("limits")
+    if not isinstance(limits, dict) or not limits:
+        return
+    requests = resources.get("requests")
+    merged = dict(requests) if isinstance(requests, dict) else {}
+    for name, value in limits.items():
+        if name in COMPUTE:
+            merged.setdefault(name, value)
+    if merged:
+        resources["requests"] = merged
+
+
 def default_pod(pod: JsonObj, version: Version) -> None:
     """Defaults the apiserver applies to a new pod (in place); `resizePolicy` stays as the client sent it."""
     spec = pod.setdefault("spec", {})
     for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
         if isinstance(container, dict):
             _default_container(container)
+    _default_pod_requests(spec)
     spec.setdefault("restartPolicy", "Always")
     spec.setdefault("dnsPolicy", "ClusterFirst")
     spec.setdefault("terminationGracePeriodSeconds", 30)
@@ -402,6 +421,7 @@ def validate_pod_spec(spec: Mapping[str, Any]) -> list[FieldError]:
             errs.extend(validate_container_resources(container, f"{path}.resources"))
             errs.extend(validate_resize_policy(container, path, restart_policy))
     if spec.get("resources"):
+        errs.extend(validate_container_resources(spec, "spec.resources"))
         errs.extend(validate_pod_level_resources(spec))
     return errs
 
@@ -533,8 +553,11 @@ def validate_pod_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[
 # --- resize -------------------------------------------------------------------------------------------------
 
 
-def resize_merge(old: Mapping[str, Any], patched: Mapping[str, Any]) -> tuple[JsonObj, list[str]]:
-    """`dropNonResizeUpdates`: the old pod with only container resources and resizePolicy from `patched`.
+def resize_merge(
+    old: Mapping[str, Any], patched: Mapping[str, Any], *, pod_level: bool = False
+) -> tuple[JsonObj, list[str]]:
+    """`dropNonResizeUpdates`: the old pod with only container resources and resizePolicy from `patched`,
+    and with `pod_level` (kube's `InPlacePodLevelResourcesVerticalScaling`, alpha in 1.35) `spec.resources`.
 
     Everything else the client changed through /resize is silently discarded, as kube-apiserver does.
     Also returns the names of containers in `patched` that the pod does not have (a validation error).
@@ -542,6 +565,8 @@ def resize_merge(old: Mapping[str, Any], patched: Mapping[str, Any]) -> tuple[Js
     out = copy.deepcopy(dict(old))
     new_spec = patched.get("spec") or {}
     out_spec = out.setdefault("spec", {})
+    if pod_level and (old.get("spec") or {}).get("resources") is not None and new_spec.get("resources"):
+        out_spec["resources"] = copy.deepcopy(new_spec["resources"])
     for key in ("containers", "initContainers"):
         by_name = {c.get("name"): c for c in new_spec.get(key) or [] if isinstance(c, Mapping)}
         for container in out_spec.get(key) or []:
