@@ -8,12 +8,14 @@ the gate off nothing about either changes (upstream 1.7).
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
 
 from tests.builders import make_container, make_pod
 from tests.unit.logic.test_admission_patches import admission_pod, apply_patch, rec, vpa_json
+from vpa.components.recommender import ooms_from_pod_update
 from vpa.kube.converting import pod_from_dict, vpa_from_dict
 from vpa.logic.inplace import Change, ContainerChange, qos_before_and_after, resize_patch
 from vpa.logic.limitranges import NO_LIMITS
@@ -145,3 +147,32 @@ def test_qos_counts_a_sidecar_once_with_its_new_values() -> None:
     view = pod_from_dict(raw).with_native_sidecars()
     change = Change(1, "proxy", "cpu", 200, None, False)
     assert qos_before_and_after(view, [change]) == ("Burstable", "Guaranteed")
+
+
+@pytest.mark.parametrize(
+    ("restart_policy", "extended", "kills"),
+    [
+        ("Always", True, ["proxy"]),  # gate on: a sidecar's OOM kill raises its memory history
+        ("Always", False, []),  # gate off: as upstream, init containers are not observed
+        (None, True, []),  # a plain init container never is
+    ],
+    ids=["sidecar-gate-on", "sidecar-gate-off", "plain-init-container"],
+)
+def test_oom_kills_of_sidecars_are_observed_with_the_gate(
+    restart_policy: str | None, extended: bool, kills: list[str]
+) -> None:
+    old_raw = make_pod(containers=[_container("app")],
+                       init_containers=[_container("proxy", restart_policy=restart_policy)])
+    new_raw = copy.deepcopy(old_raw)
+    (status,) = new_raw["status"]["initContainerStatuses"]
+    status["restartCount"] = 1
+    status["lastState"] = {"terminated": {"reason": "OOMKilled", "exitCode": 137,
+                                          "startedAt": "2026-01-01T00:00:02Z",
+                                          "finishedAt": "2026-01-01T00:05:00Z"}}
+    old, new = pod_from_dict(old_raw), pod_from_dict(new_raw)
+    if extended:
+        old, new = old.with_native_sidecars(), new.with_native_sidecars()
+    found = ooms_from_pod_update(old, new)
+    assert [k.container_id.container_name for k in found] == kills
+    if kills:
+        assert found[0].memory_bytes == 64 * 2**20  # the sidecar's memory request
