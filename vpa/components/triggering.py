@@ -13,8 +13,8 @@ recommender's OOM pass and the updater's in-place pass are their own). Must not:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 
+from vpa.cancelling import cancel_and_wait
 from vpa.model.clock import Clock
 
 
@@ -53,11 +53,7 @@ class Trigger:
             try:
                 await asyncio.wait({sleeper, waiter}, return_when=asyncio.FIRST_COMPLETED)
             finally:
-                for task in (sleeper, waiter):
-                    if not task.done():
-                        task.cancel()
-                        with contextlib.suppress(asyncio.CancelledError):
-                            await task
+                await cancel_and_wait((sleeper, waiter))
             if not self._keys:
                 return set()
         if self.delay_s > 0:

@@ -51,6 +51,7 @@ from typing import Any, Final
 import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from vpa.cancelling import cancel_and_wait
 from vpa.components.context import ComponentContext
 from vpa.components.triggering import Trigger
 from vpa.kube.actuating import Actuator, Outcome, Result
@@ -389,9 +390,7 @@ class Updater:
             await self._loop_forever(interval)
         finally:
             if unboosting is not None:
-                unboosting.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await unboosting
+                await cancel_and_wait((unboosting,))
 
     async def _loop_forever(self, interval: float) -> None:
         while True:
@@ -816,12 +815,7 @@ class Updater:
             if tasks:
                 await asyncio.gather(*tasks)
         finally:
-            pending = list(tasks)
-            for task in pending:
-                task.cancel()
-            for task in pending:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
+            await cancel_and_wait(tasks)
 
     def _init_counters(self, entry: _Work, plan: VpaPlan) -> None:
         """Per-VPA counters start at 0, as upstream initialises them every loop."""
@@ -1019,8 +1013,4 @@ async def run(ctx: ComponentContext, *, metrics: UpdaterMetrics | None = None,
     finally:
         with contextlib.suppress(Exception):
             await asyncio.wait_for(events.flush(), timeout=1.0)
-        for task in background:
-            task.cancel()
-        for task in background:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_and_wait(background)

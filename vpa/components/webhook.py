@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import dataclasses
 import hashlib
 import time
@@ -54,6 +53,7 @@ import structlog
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from vpa.cancelling import cancel_and_wait
 from vpa.components.connections import (
     DEFAULT_LIMITS,
     ConnectionDrops,
@@ -923,11 +923,7 @@ class AdmissionController:
 
     async def stop(self) -> None:
         self.serving = False
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_and_wait(self._tasks)
         self._tasks.clear()
         self.targets.close()
         if self._runner is not None:

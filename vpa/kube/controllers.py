@@ -23,13 +23,13 @@ Must not: hand raw API dicts out, decide anything, or write.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
 import structlog
 
+from vpa.cancelling import cancel_and_wait
 from vpa.kube import converting
 from vpa.kube.client import KubeClient, api_path
 from vpa.kube.watching import WatchCache
@@ -159,11 +159,7 @@ class ControllerCaches:
         try:
             await asyncio.gather(*tasks)
         finally:
-            for task in tasks:
-                task.cancel()
-            for task in tasks:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
+            await cancel_and_wait(tasks)
 
     # ------------------------------------------------------------------------------------- lookups
 

@@ -18,7 +18,6 @@ trust other machines' clocks for expiry: like client-go, a lease held by someone
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import random
 import socket
 import uuid
@@ -29,6 +28,7 @@ from typing import Any, TypeVar
 
 import structlog
 
+from vpa.cancelling import cancel_and_wait
 from vpa.kube.client import ApiError, Conflict, KubeClient, NotFound, api_path
 from vpa.model.clock import Clock
 
@@ -66,12 +66,7 @@ async def call_with_deadline(clock: Clock, timeout_s: float, coro: Coroutine[Any
     try:
         await asyncio.wait({work, timer}, return_when=asyncio.FIRST_COMPLETED)
     finally:
-        for task in (work, timer):
-            if not task.done():
-                task.cancel()
-        for task in (work, timer):
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_and_wait((work, timer))
     if work.cancelled() or not work.done():
         raise DeadlineExceeded(f"API call exceeded {timeout_s:.3f} s")
     return work.result()
@@ -401,12 +396,7 @@ class LeaderElector:
         finally:
             # Stop acting first, then stop renewing, then hand the lease on.
             self._set_leader(False)
-            for task in (lead_task, renew_task):
-                if not task.done():
-                    task.cancel()
-            for task in (lead_task, renew_task):
-                with contextlib.suppress(asyncio.CancelledError):
-                    await asyncio.gather(task, return_exceptions=True)
+            await cancel_and_wait((lead_task, renew_task))
             if not lost and self._release_on_cancel:
                 await self.release()
         if lead_task.done() and not lead_task.cancelled() and not lost:

@@ -30,6 +30,7 @@ from typing import Any, Generic, TypeVar
 import orjson
 import structlog
 
+from vpa.cancelling import cancel_and_wait
 from vpa.kube.client import ApiError, Gone, KubeClient, Query
 from vpa.kube.metricsreading import list_items
 from vpa.model.clock import Clock, RealClock
@@ -515,12 +516,7 @@ class WatchCache(Generic[T]):
         try:
             await asyncio.wait({reader, watchdog}, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for task in (reader, watchdog):
-                if not task.done():
-                    task.cancel()
-            for task in (reader, watchdog):
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            await cancel_and_wait((reader, watchdog))
         if reader.done() and not reader.cancelled() and reader.exception() is None:
             return progress[0]
         if reader.done() and not reader.cancelled():

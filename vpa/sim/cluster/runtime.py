@@ -12,7 +12,6 @@ Must not: know any kind's semantics; handlers live in `nodeagent` and `workloads
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import heapq
 import itertools
 import logging
@@ -22,6 +21,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from vpa.cancelling import cancel_and_wait
 from vpa.model.clock import VirtualClock
 from vpa.sim.contracts import ApiError, JsonObj, Store, WatchEvent
 
@@ -179,11 +179,7 @@ class Runtime:
         self._tasks.append(asyncio.create_task(self._timer_loop(), name="sim-timers"))
 
     async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_and_wait(self._tasks)
         self._tasks.clear()
 
     async def _consume(self, resource: str, iterator: Any, first: asyncio.Future[WatchEvent]) -> None:

@@ -13,7 +13,6 @@ caller, which already handles both against the in-process store.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import ssl
 import tempfile
@@ -26,6 +25,7 @@ from urllib.parse import quote, urlencode
 import aiohttp
 import orjson
 
+from vpa.cancelling import cancel_and_wait
 from vpa.sim.apiserver.selectors import fields_match, labels_match, parse_field_selector, parse_label_selector
 from vpa.sim.cluster.runtime import key_of, rv_of
 from vpa.sim.contracts import ApiError, JsonObj, WatchEvent
@@ -137,11 +137,7 @@ class RemoteStore:
             self._tasks.append(asyncio.create_task(self._watch(resource, tracked), name=f"remote-{resource}"))
 
     async def close(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_and_wait(self._tasks)
         self._tasks.clear()
         if self._session is not None:
             await self._session.close()
