@@ -456,9 +456,9 @@ def decide_in_place(
        update cannot go, the disruption-free part alone may (RESIZE_PARTIAL).
     5. QoS: a class change makes `InPlaceOrRecreate` evict and `InPlace` lower one request by 1 unit.
     6. Pod-level resources (`pod_level`, gate `PodLevelResources`): the pod-level values planned for the
-       changes go into the same resize; a pod that no values keep valid is skipped; when they must change
-       and the cluster cannot resize them (`--in-place-pod-level-resources=false`), `InPlaceOrRecreate`
-       evicts (Recreate rules permitting) and `InPlace` skips.
+       changes go into the same resize; a pod that no values keep valid is skipped; when the cluster cannot
+       resize such pods (`--in-place-pod-level-resources=false`), `InPlaceOrRecreate` evicts (Recreate
+       rules permitting) and `InPlace` skips.
     """
     if pod.phase == PENDING:
         return skip(pod, Reason.POD_PENDING, priority)
@@ -541,15 +541,17 @@ def _with_pod_level(
     decision: PodDecision, plan: PodLevelPlan | None, mode: UpdateMode, triggers: Triggers,
     settings: UpdaterSettings,
 ) -> PodDecision:
-    """A resize decision with the pod-level values that go with it; when they change and the cluster
-    cannot resize them in place, the eviction fallback (`InPlaceOrRecreate`) or a skip (`InPlace`)."""
+    """A resize decision with the pod-level values that go with it. When the cluster cannot resize pods with
+    pod-level resources in place (kube-apiserver 1.35 without `InPlacePodLevelResourcesVerticalScaling`
+    forbids every resize of such a pod, of its containers too), the eviction fallback
+    (`InPlaceOrRecreate`) or a skip (`InPlace`)."""
     if plan is None or decision.action not in (Action.RESIZE, Action.RESIZE_PARTIAL):
-        return decision
-    if not plan.changes(decision.pod):
         return decision
     if not settings.in_place_pod_level_resources:
         return _evict_or_skip(decision.pod, mode, Reason.POD_LEVEL_RESIZE_UNSUPPORTED, decision.priority,
-                              triggers, "the cluster does not resize pod-level resources in place")
+                              triggers, "the cluster does not resize pods with pod-level resources in place")
+    if not plan.changes(decision.pod):
+        return decision
     return decision._replace(pod_level=plan)
 
 

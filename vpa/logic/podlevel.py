@@ -13,9 +13,10 @@ Semantics (docs/pod-level-resources.md):
   recommended container's policy) the limit stays and the request is capped at it;
 - validity, as kube-apiserver checks it (`consistency_problem`): the pod-level request at least the
   aggregate container request (regular containers and native sidecars add up; a plain init container
-  counts with the sidecars before it, and the pod takes the larger), no container limit above the pod-level
-  limit, the pod-level request no higher than its limit. A pod that would break any of these is left
-  unchanged (the problem says why).
+  counts with the sidecars before it, and the pod takes the larger), no regular container's limit above the
+  pod-level limit (kube-apiserver 1.35 does not compare init containers' or sidecars' limits with it), the
+  pod-level request no higher than its limit. A pod that would break any of these is left unchanged (the
+  problem says why).
 
 Must not: read gates or settings, build container patches (that is `vpa.logic.patches`), log, or do I/O.
 """
@@ -86,6 +87,11 @@ def aggregate_requests(pod: PodView, requests: Mapping[str, Resources]) -> Resou
     return Resources(totals[0], totals[1])
 
 
+def _regular(pod: PodView) -> Iterable[ContainerView]:
+    """`spec.containers`: the only ones whose limits kube-apiserver compares with the pod-level limit."""
+    return (c for c in pod.containers if not c.is_sidecar)
+
+
 def _all_containers(pod: PodView) -> Iterable[ContainerView]:
     seen: set[str] = set()
     for container in (*pod.containers, *pod.init_containers):
@@ -110,7 +116,7 @@ def consistency_problem(pod: PodView, pod_requests: Resources, pod_limits: Resou
                     f"pod-level limit of {_text(resource, pod_limit)}")
         if pod_limit is None:
             continue
-        for container in _all_containers(pod):
+        for container in _regular(pod):
             limit = limits.get(container.name, container.limits).get(resource)
             if limit is not None and limit > pod_limit:
                 return (f"container {container.name}'s {resource} limit {_text(resource, limit)} would be "
@@ -163,7 +169,7 @@ def plan_pod_level(
                     scaled, _ = proportional_limit(resource, old_limit, base, wanted, None)
                     limit = scaled if scaled is not None else old_limit
                     highest = max((limits.get(c.name, c.limits).get(resource) or 0
-                                   for c in _all_containers(pod)), default=0)
+                                   for c in _regular(pod)), default=0)
                     limit = max(limit, highest, request)
             if old_request is None:
                 request = None  # the API defaults pod-level requests from limits; never add the field here

@@ -132,9 +132,10 @@ GATES: Final[tuple[GateSpec, ...]] = (
         effect=(
             "Pod-level resources (`spec.resources`, AEP-7571's gate name): the admission controller and "
             "the updater scale a pod's pod-level requests and limits with the container recommendations and "
-            "keep the pod valid (pod-level requests at least the containers' aggregate, no container limit "
-            "above the pod-level limit); see docs/pod-level-resources.md. When off, such pods are admitted "
-            "unchanged (with a `PodLevelResourcesUnchanged` event) and the updater skips them."
+            "keep the pod valid (pod-level requests at least the containers' aggregate, no regular "
+            "container's limit above the pod-level limit); see docs/pod-level-resources.md. When off, such "
+            "pods are admitted unchanged (with a `PodLevelResourcesUnchanged` event) and the updater skips "
+            "them."
         ),
     ),
 )

@@ -20,7 +20,7 @@ from vpa.logic.infeasible import InfeasibleAttempts
 from vpa.logic.inplace import Action, Reason, resize_patch
 from vpa.logic.limitranges import NO_LIMITS
 from vpa.logic.patches import AdmissionOptions, PodLevelInvalid, pod_patch, pod_shape
-from vpa.logic.podlevel import aggregate_requests, consistency_problem
+from vpa.logic.podlevel import aggregate_requests, consistency_problem, plan_pod_level
 from vpa.logic.updateplan import PassInputs, plan_vpa
 from vpa.model.features import FeatureGates
 from vpa.model.resources import Resources
@@ -179,6 +179,21 @@ def test_aggregate_counts_sidecars_with_containers_and_init_containers_apart() -
     assert aggregate_requests(pod_from_dict(raw), {}).cpu_millicores == 600
 
 
+def test_only_regular_containers_limits_are_held_to_the_pod_level_limit() -> None:
+    # kube-apiserver 1.35 accepts a sidecar's or an init container's limit above the pod-level limit (it
+    # compares spec.containers' limits only; checked against the real API server): no problem, and the
+    # planned pod-level limit is not raised to them.
+    raw = _pod({"requests": {"cpu": "1"}, "limits": {"cpu": "1"}}, container("app", cpu_request="300m"),
+               inits=[container("proxy", cpu_request="200m", cpu_limit="1500m") | {"restartPolicy": "Always"},
+                      container("setup", cpu_request="100m", cpu_limit="2")])
+    view = pod_from_dict(raw)
+    assert consistency_problem(view, view.pod_requests, view.pod_limits, {}, {}) == ""
+    plan = plan_pod_level(view, {}, {}, {"app": Resources(400, None)}, requests_only=False)
+    # app 400m + proxy 200m; the 1-core limit keeps its 1:1 ratio to the request.
+    assert (plan.requests, plan.limits, plan.problem) == (Resources(600, None), Resources(600, None), "")
+    assert not validate_pod_spec(raw["spec"])
+
+
 # --- the updater ----------------------------------------------------------------------------------------
 
 GATES = FeatureGates.parse("InPlace=true,PodLevelResources=true")
@@ -229,6 +244,32 @@ def test_updater_resizes_pod_level_values_with_the_containers(
         {"op": "add", "path": "/spec/resources/requests/memory", "value": "600Mi"},
         {"op": "add", "path": "/spec/resources/limits/memory", "value": "1200Mi"},
     ]
+
+
+@pytest.mark.parametrize(
+    ("pod_level_resize", "action", "reason"),
+    [
+        (True, Action.RESIZE, Reason.OUTSIDE_RANGE),
+        (False, Action.EVICT, Reason.POD_LEVEL_RESIZE_UNSUPPORTED),
+    ],
+    ids=["cluster-resizes", "cluster-forbids-any-resize-of-the-pod"],
+)  # fmt: skip
+def test_container_only_resize_of_a_pod_level_pod_needs_the_cluster_to_resize_such_pods(
+    pod_level_resize: bool, action: Action, reason: Reason,
+) -> None:
+    # The pod-level values already match the sum (900m, 600Mi) and keep their limit: only app changes. Still,
+    # kube-apiserver 1.35 without InPlacePodLevelResourcesVerticalScaling refuses every resize of a pod that
+    # sets pod-level resources ("resize of pods with pod-level resources is forbidden ..."), its
+    # containers' too: with --in-place-pod-level-resources=false the fallback is eviction.
+    target = _pod_level_pod(pod_requests=Resources(900, 600 * MI), pod_limits=Resources(None, 1200 * MI))
+    recs = [updater_rec("app", cpu="600m", mem="400Mi", lower=("550m", "300Mi")),
+            updater_rec("side", cpu="300m", mem="200Mi")]
+    inputs = PassInputs(now=NOW, settings=UpdaterSettings(in_place_pod_level_resources=pod_level_resize),
+                        gates=GATES, replicas={KEY: 3}, attempts={}, infeasible=InfeasibleAttempts())
+    plan = plan_vpa(vpa("InPlaceOrRecreate", recs), [target, pod("web-2"), pod("web-3")], inputs)
+    (decision,) = [d for d in plan.decisions if d.pod.name == target.name]
+    assert (decision.action, decision.reason) == (action, reason), decision.explain()
+    assert decision.pod_level is None  # nothing to change at the pod level either way
 
 
 def test_updater_resizes_a_pod_with_pod_level_values_only() -> None:

@@ -351,20 +351,26 @@ def test_selector_matches(selector: Any, labels: dict[str, str], expected: bool)
 
 
 @pytest.mark.parametrize(
-    ("pod_resources", "defaulted"),
+    ("pod_resources", "containers", "init", "defaulted"),
     [
-        # a pod-level limit without a request: the request takes the limit's value (cpu and memory)
-        ({"limits": {"cpu": "1", "memory": "1Gi"}}, {"cpu": "1", "memory": "1Gi"}),
-        ({"requests": {"cpu": "200m"}, "limits": {"cpu": "1", "memory": "1Gi"}},
+        # a pod-level limit without a request, no container requesting it: the request takes the limit's value
+        ({"limits": {"cpu": "1", "memory": "1Gi"}}, [c()], None, {"cpu": "1", "memory": "1Gi"}),
+        ({"requests": {"cpu": "200m"}, "limits": {"cpu": "1", "memory": "1Gi"}}, [c()], None,
          {"cpu": "200m", "memory": "1Gi"}),
-        ({"requests": {"cpu": "200m"}}, {"cpu": "200m"}),  # no limits: nothing to default from
+        ({"requests": {"cpu": "200m"}}, [c()], None, {"cpu": "200m"}),  # no limits: nothing to default from
+        # containers requesting it: their aggregate (what kube-apiserver 1.35 stores; checked against it):
+        # memory 150Mi from `b`, cpu 100m from the sidecar; a container limit defaults its own request first
+        ({"limits": {"cpu": "1", "memory": "200Mi"}}, [c("a"), c("b", req={"memory": "150Mi"})],
+         [c("side", req={"cpu": "100m"}, restartPolicy="Always")], {"cpu": "100m", "memory": "150Mi"}),
+        ({"limits": {"memory": "200Mi"}}, [c("b", lim={"memory": "120Mi"})], None, {"memory": "120Mi"}),
     ],
-    ids=["limits-only", "partly", "requests-only"],
-)
-def test_pod_level_requests_default_from_limits(
-    pod_resources: dict[str, Any], defaulted: dict[str, str]
+    ids=["limits-only", "partly", "requests-only", "aggregate-of-containers", "from-container-limit"],
+)  # fmt: skip
+def test_pod_level_requests_default_from_containers_or_limits(
+    pod_resources: dict[str, Any], containers: list[dict[str, Any]], init: list[dict[str, Any]] | None,
+    defaulted: dict[str, str],
 ) -> None:
-    p = pod(c(), resources=copy.deepcopy(pod_resources))
+    p = pod(*containers, init=init, resources=copy.deepcopy(pod_resources))
     pods.default_pod(p, (1, 35))
     assert p["spec"]["resources"]["requests"] == defaulted
 

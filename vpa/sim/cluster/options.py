@@ -46,8 +46,8 @@ class ClusterOptions:
     # controller watches (0: no Leases; the simulator has no node lifecycle controller).
     node_lease_renew_s: float = 0.0
     # kube-apiserver's and the kubelet's `InPlacePodLevelResourcesVerticalScaling` gate on 1.35 (KEP-5419,
-    # alpha there, off by default; beta and on from 1.36): /resize also changes `spec.resources`. Off, such
-    # changes are silently dropped.
+    # alpha there, off by default; beta and on from 1.36): /resize also changes `spec.resources`. Off, every
+    # resize of a pod with pod-level resources is refused (Forbidden), its containers' too.
     pod_level_resize: bool = False
 
     def __post_init__(self) -> None:

@@ -220,8 +220,10 @@ def _default_container(container: dict[str, Any]) -> None:
 
 
 def _default_pod_requests(spec: dict[str, Any]) -> None:
-    """`defaultPodRequests`: a cpu or memory pod-level limit without a pod-level request gives the request
-    the limit's value (kube-apiserver 1.34+, PodLevelResources beta)."""
+    """`defaultPodRequests` (kube-apiserver 1.34+, PodLevelResources beta), after the containers' own
+    defaults: a cpu or memory pod-level limit without a pod-level request gives the request the containers'
+    aggregate request when they request that resource at all (regular containers and sidecars add up, an
+    init container counts with the sidecars before it), else the limit's value."""
     resources = spec.get("resources")
     if not isinstance(resources, dict):
         return
@@ -230,11 +232,25 @@ def _default_pod_requests(spec: dict[str, Any]) -> None:
         return
     requests = resources.get("requests")
     merged = dict(requests) if isinstance(requests, dict) else {}
+    aggregate = dict(zip(COMPUTE, effective_requests({**spec, "overhead": None}), strict=True))
     for name, value in limits.items():
-        if name in COMPUTE:
-            merged.setdefault(name, value)
+        if name in COMPUTE and name not in merged:
+            need = aggregate[name]
+            merged[name] = _aggregate_quantity(spec, name, need).canonical() if need else value
     if merged:
         resources["requests"] = merged
+
+
+def _aggregate_quantity(spec: Mapping[str, Any], name: str, need: int) -> Quantity:
+    """The containers' aggregate `need` of cpu (millicores) or memory (bytes) as kube-apiserver prints it:
+    memory in binary units when a container requests memory in them."""
+    if name == CPU:
+        return Quantity.from_millis(need)
+    binary = any(
+        _format_of(resource_list(c.get("resources"), "requests").get(MEMORY)) == "BinarySI"
+        for c in all_containers(spec)
+    )
+    return Quantity.from_int(need, "BinarySI" if binary else "DecimalSI")
 
 
 def default_pod(pod: JsonObj, version: Version) -> None:
@@ -433,10 +449,6 @@ def validate_pod_level_resources(spec: Mapping[str, Any]) -> list[FieldError]:
     errs: list[FieldError] = []
     pod = spec.get("resources") or {}
     aggregate = dict(zip((CPU, MEMORY), effective_requests({**spec, "overhead": None}), strict=True))
-    binary = any(
-        _format_of(resource_list(c.get("resources"), "requests").get(MEMORY)) == "BinarySI"
-        for c in all_containers(spec)
-    )
     for name, raw in resource_list(pod, "requests").items():
         if name not in COMPUTE or not aggregate.get(name):
             continue
@@ -447,11 +459,7 @@ def validate_pod_level_resources(spec: Mapping[str, Any]) -> list[FieldError]:
         need = aggregate[name]
         have = wanted.millis if name == CPU else wanted.value
         if need > have:
-            total = (
-                Quantity.from_millis(need)
-                if name == CPU
-                else Quantity.from_int(need, "BinarySI" if binary else "DecimalSI")
-            )
+            total = _aggregate_quantity(spec, name, need)
             errs.append(
                 FieldError(
                     f"spec.resources.requests[{name}]",
@@ -602,8 +610,12 @@ def _resources_removed(new: Mapping[str, Any], old: Mapping[str, Any]) -> bool:
     return any(name not in new for name in old)
 
 
-def validate_resize(old: Mapping[str, Any], new: Mapping[str, Any], version: Version) -> list[FieldError]:
-    """`ValidatePodResize` for the given Kubernetes minor version (1.32 .. 1.36)."""
+def validate_resize(
+    old: Mapping[str, Any], new: Mapping[str, Any], version: Version, *, pod_level: bool = False
+) -> list[FieldError]:
+    """`ValidatePodResize` for the given Kubernetes minor version (1.32 .. 1.36). Without `pod_level`
+    (`InPlacePodLevelResourcesVerticalScaling`, alpha and off in 1.35) a pod with pod-level resources
+    cannot be resized at all, its containers neither."""
     errs: list[FieldError] = []
     old_meta = old.get("metadata") or {}
     if "kubernetes.io/config.mirror" in (old_meta.get("annotations") or {}):
@@ -613,6 +625,15 @@ def validate_resize(old: Mapping[str, Any], new: Mapping[str, Any], version: Ver
     if (old_spec.get("os") or {}).get("name") == "windows":
         return [FieldError("", "Forbidden", "windows pods cannot be resized")]
     errs.extend(validate_pod_spec(new_spec))
+    if old_spec.get("resources") and not pod_level:
+        errs.append(
+            FieldError(
+                "[]",
+                "Forbidden",
+                "resize of pods with pod-level resources is forbidden when "
+                "InPlacePodLevelResourcesVerticalScalingEnabled feature gate is disabled",
+            )
+        )
     old_qos = (old.get("status") or {}).get("qosClass") or qos_class(old)
     if old_qos != qos_class(new):
         errs.append(
