@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from e2e.conftest import Cluster, VpaRunFactory, annotations_of, live_pods
+from e2e.conftest import Cluster, VpaRunFactory, annotations_of, events_for, live_pods
 from vpa.model.quantity import Quantity
 
 USAGE = "sim.vpa.dev/usage"
@@ -145,29 +145,50 @@ def test_a_native_sidecar_is_recommended_and_admitted_plain_init_containers_unto
     assert "initContainer 1: cpu request, memory request" in annotations["vpaUpdates"], annotations
 
 
+def test_a_native_sidecar_is_resized_in_place(sim: Cluster, vpa_run: VpaRunFactory, namespace: str) -> None:
+    vpa_run(feature_gates={"NativeSidecar": True})
+    proxy = _container("proxy", {"cpu": "50m", "memory": "32Mi"}, restartPolicy="Always")
+    spec = {"initContainers": [proxy], "containers": [_container("app", {"cpu": "100m", "memory": "50Mi"})]}
+    sim.apply(_deployment("mesh", spec, _usage(app=("500m", "200Mi"), proxy=("300m", "120Mi"))), namespace)
+    pods = sim.wait_for("two running pods", lambda: _running(sim, namespace, "app=mesh", 2))
+    uids = {p["metadata"]["uid"] for p in pods}
+    sim.apply(_vpa("mesh", "InPlaceOrRecreate"), namespace)
+    published = Published(sim, namespace, "mesh")
+
+    # The same pods (no eviction), the sidecar's requests now a published target, nothing restarted: the
+    # resize went through kube-apiserver's pods/resize at /spec/initContainers/0.
+    def resized() -> list[dict[str, Any]] | None:
+        published.poll()
+        current = _running(sim, namespace, "app=mesh", 2) or []
+        done = [
+            p for p in current
+            if p["metadata"]["uid"] in uids
+            and any(_same(p["spec"]["initContainers"][0]["resources"]["requests"], seen["proxy"])
+                    for seen in published.seen if "proxy" in seen)
+        ]  # fmt: skip
+        return done or None
+
+    (pod, *_) = sim.wait_for("a sidecar resized in place", resized, timeout_s=90)
+    assert annotations_of(pod).get("vpaInPlaceUpdated") == "true"
+    sidecar_status = pod["status"]["initContainerStatuses"][0]
+    assert sidecar_status["name"] == "proxy"
+    assert sidecar_status.get("restartCount", 0) == 0, sidecar_status
+
+
 # --- pod-level resources (KEP-2837; gate PodLevelResources, AEP-7571) -------------------------------------
 
 
-def test_pod_level_resources_follow_the_recommendation_and_the_pod_stays_valid(
-    sim: Cluster, vpa_run: VpaRunFactory, namespace: str
-) -> None:
-    vpa_run(feature_gates={"PodLevelResources": True})
-    # `app` sets its own requests; `helper` sets none and lives on the pod-level budget.
-    spec = {
-        "resources": {"requests": {"cpu": "200m", "memory": "128Mi"}, "limits": {"memory": "1Gi"}},
-        "containers": [_container("app", {"cpu": "100m", "memory": "50Mi"}), _container("helper")],
-    }
-    sim.apply(_deployment("pooled", spec, _usage(app=("500m", "200Mi"), helper=("200m", "100Mi"))), namespace)
-    pods = sim.wait_for("two running pods", lambda: _running(sim, namespace, "app=pooled", 2))
-    sim.apply(_vpa("pooled", "Initial"), namespace)
-    published = Published(sim, namespace, "pooled")
-    sim.wait_for("recommendations for both containers",
-                 lambda: {"app", "helper"} <= set(published.poll()), timeout_s=90)
+# `app` sets its own requests; `helper` sets none and lives on the pod-level budget.
+POOLED = {
+    "resources": {"requests": {"cpu": "200m", "memory": "128Mi"}, "limits": {"memory": "1Gi"}},
+    "containers": [_container("app", {"cpu": "100m", "memory": "50Mi"}), _container("helper")],
+}
+POOLED_USAGE = _usage(app=("500m", "200Mi"), helper=("200m", "100Mi"))
 
-    # Admitted by kube-apiserver (a pod-level request below the containers' would have been refused, and the
-    # ReplicaSet would have no replacement): pod level = the sum of the targets, the 1Gi limit keeping its
-    # 8:1 ratio to the request; `app` carries its own target, `helper` still sets nothing.
-    pod = _replacement(sim, namespace, "app=pooled", {p["metadata"]["uid"] for p in pods}, published)
+
+def _follows_a_recommendation(pod: dict[str, Any], published: Published) -> None:
+    """Pod level = the sum of the two targets of one published recommendation, the 1Gi limit keeping its 8:1
+    ratio to the request; `app` carries its own target, `helper` still sets nothing."""
     pod_level = pod["spec"]["resources"]
     containers = {c["name"]: c for c in pod["spec"]["containers"]}
     assert not containers["helper"].get("resources"), containers["helper"]
@@ -184,6 +205,49 @@ def test_pod_level_resources_follow_the_recommendation_and_the_pod_stays_valid(
         pod_level, containers["app"], published.seen)
     assert _bytes(pod_level["limits"]["memory"]) == 8 * _bytes(pod_level["requests"]["memory"]), pod_level
     assert "pod: cpu request, memory request, memory limit" in annotations_of(pod)["vpaUpdates"]
+
+
+def test_pod_level_resources_follow_the_recommendation_and_the_pod_stays_valid(
+    sim: Cluster, vpa_run: VpaRunFactory, namespace: str
+) -> None:
+    vpa_run(feature_gates={"PodLevelResources": True})
+    sim.apply(_deployment("pooled", POOLED, POOLED_USAGE), namespace)
+    pods = sim.wait_for("two running pods", lambda: _running(sim, namespace, "app=pooled", 2))
+    sim.apply(_vpa("pooled", "Initial"), namespace)
+    published = Published(sim, namespace, "pooled")
+    sim.wait_for("recommendations for both containers",
+                 lambda: {"app", "helper"} <= set(published.poll()), timeout_s=90)
+
+    # Admitted by kube-apiserver (a pod-level request below the containers' would have been refused, and the
+    # ReplicaSet would have no replacement).
+    pod = _replacement(sim, namespace, "app=pooled", {p["metadata"]["uid"] for p in pods}, published)
+    _follows_a_recommendation(pod, published)
+
+
+def test_without_pod_level_resize_in_place_or_recreate_evicts(
+    sim: Cluster, vpa_run: VpaRunFactory, namespace: str
+) -> None:
+    # Kubernetes 1.35 refuses every resize of a pod with pod-level resources (its alpha
+    # InPlacePodLevelResourcesVerticalScaling gate is off): with --in-place-pod-level-resources at its default
+    # (false) InPlaceOrRecreate evicts instead, and the recreated pod is admitted with the new values.
+    vpa_run(feature_gates={"PodLevelResources": True})
+    sim.apply(_deployment("pooled", POOLED, POOLED_USAGE), namespace)
+    pods = sim.wait_for("two running pods", lambda: _running(sim, namespace, "app=pooled", 2))
+    uids = {p["metadata"]["uid"] for p in pods}
+    sim.apply(_vpa("pooled", "InPlaceOrRecreate"), namespace)
+    published = Published(sim, namespace, "pooled")
+
+    def replaced() -> dict[str, Any] | None:
+        published.poll()
+        current = _running(sim, namespace, "app=pooled", 2) or []
+        return next((p for p in current if p["metadata"]["uid"] not in uids), None)
+
+    pod = sim.wait_for("a pod evicted and recreated", replaced, timeout_s=120)
+    published.poll()
+    _follows_a_recommendation(pod, published)
+    assert events_for(sim, namespace, "EvictedByVPA")
+    assert not events_for(sim, namespace, "InPlaceResizedByVPA")
+    assert all("vpaInPlaceUpdated" not in annotations_of(p) for p in live_pods(sim, namespace, "app=pooled"))
 
 
 # --- OOM right after start ----------------------------------------------------------------------------------

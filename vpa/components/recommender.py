@@ -624,6 +624,8 @@ class Recommender:
         self._native_sidecars = native_sidecars
         self._chunk_budget_s = chunk_budget_s
         self._ooms: deque[OomKill] = deque(maxlen=OOM_QUEUE_SIZE)
+        # The pod as the watch showed it at each queued OOM kill (`_track_for_oom`); emptied with the queue.
+        self._oom_views: dict[PodId, PodView] = {}
         # With --recommend-on-oom the group sets a trigger; OOM-killed pods' labels say which VPAs to redo.
         self.oom_trigger: Trigger | None = None
         self._oom_pods: dict[PodId, Mapping[str, str]] = {}
@@ -702,6 +704,7 @@ class Recommender:
     # ------------------------------------------------------------------------------- OOM observer
 
     def _on_pod_update(self, old: PodView, new: PodView) -> None:
+        cached = new
         if self._native_sidecars:
             old, new = old.with_native_sidecars(), new.with_native_sidecars()
         for kill in ooms_from_pod_update(old, new):
@@ -710,6 +713,7 @@ class Recommender:
                 continue
             seen[kill.container_id.container_name] = kill.timestamp
             self._ooms.append(kill)
+            self._oom_views[kill.container_id.pod] = cached  # to track it if no loop has loaded it yet
             if self.oom_trigger is not None:
                 self._oom_pods[kill.container_id.pod] = new.labels
                 self.oom_trigger.fire(f"{new.namespace}/{new.name}")
@@ -860,7 +864,6 @@ class Recommender:
         return out
 
     async def _load_pods(self, report: LoopReport, now: float, live: set[PodId]) -> None:
-        cluster = self.core.cluster
         applied = self._applied_pods
         pacer = _Pacer(self._chunk_budget_s)
         selectors = await self._selectors_by_namespace(pacer) if self.settings.memory_saver else None
@@ -886,16 +889,40 @@ class Recommender:
                     from_spec += 1
             if applied.get(pod_id) is cached:
                 continue  # unchanged since the last loop: the watch cache hands out a new view on change
-            cluster.add_or_update_pod(pod_id, pod.labels, pod.phase, now)
-            for container in pod.containers:
-                cluster.add_or_update_container(ContainerId(pod_id, container.name),
-                                                pod.current_requests(container.name), now)
-            applied[pod_id] = cached
+            self._track_pod(pod_id, cached, pod, now)
         report.pods = len(live)
         if from_status:
             self.metrics.get_resources.labels(source=SOURCE_CONTAINER_STATUSES).inc(from_status)
         if from_spec:
             self.metrics.get_resources.labels(source=SOURCE_SPEC_CONTAINERS).inc(from_spec)
+
+    def _track_pod(self, pod_id: PodId, cached: PodView, pod: PodView, now: float) -> None:
+        """Put a running pod (`pod`: `cached` as the NativeSidecar gate sees it) and its containers into the
+        model, remembering the cached view it came from."""
+        cluster = self.core.cluster
+        cluster.add_or_update_pod(pod_id, pod.labels, pod.phase, now)
+        for container in pod.containers:
+            cluster.add_or_update_container(ContainerId(pod_id, container.name),
+                                            pod.current_requests(container.name), now)
+        self._applied_pods[pod_id] = cached
+
+    def _track_for_oom(self, pod_id: PodId, now: float) -> bool:
+        """Track an OOM-killed pod the loop has not loaded yet (it started and was killed since the last
+        loop), as the watch showed it at the kill, so that its first OOM counts: a container killed at start
+        would otherwise lose it, and wait a crash back-off (10 s, 20 s, ... up to 5 min) for the next one.
+        Only a running pod, and with `--memory-saver` only one some tracked VPA selects, as `_load_pods`
+        would."""
+        cached = self._oom_views.get(pod_id)
+        if cached is None or cached.phase in ("", "Pending") or self._applied_pods.get(pod_id) is cached:
+            return False  # unknown, not running, or already in the model as it is
+        if self.settings.memory_saver and not any(
+                key[0] == pod_id.namespace and tracked.resolution.selector is not None
+                and tracked.resolution.selector.matches(cached.labels)
+                for key, tracked in self._tracked.items()):
+            return False
+        pod = cached.with_native_sidecars() if self._native_sidecars else cached
+        self._track_pod(pod_id, cached, pod, now)
+        return True
 
     async def _apply_metrics(self, report: LoopReport, read: MetricsRead) -> None:
         """Samples from one (shared) PodMetrics read for the containers this recommender tracks, then the
@@ -934,7 +961,12 @@ class Recommender:
         while self._ooms:
             kill = self._ooms.popleft()
             try:
-                bumped = cluster.record_oom(kill.container_id, kill.timestamp, kill.memory_bytes)
+                try:
+                    bumped = cluster.record_oom(kill.container_id, kill.timestamp, kill.memory_bytes)
+                except UnknownContainerError:
+                    if not self._track_for_oom(kill.container_id.pod, self._clock.now()):
+                        raise
+                    bumped = cluster.record_oom(kill.container_id, kill.timestamp, kill.memory_bytes)
                 report.ooms += 1
                 context = cluster.quality_context(kill.container_id, kill.timestamp)
                 if context is not None:
@@ -942,6 +974,7 @@ class Recommender:
             except (UnknownContainerError, OomRejected) as err:
                 self.metrics.skipped.labels(what="oom").inc()
                 log.info("recommender_oom_skipped", container=str(kill.container_id), error=str(err))
+        self._oom_views.clear()
 
     async def _delete_removed_pods(self, live: set[PodId]) -> None:
         cluster = self.core.cluster

@@ -7,6 +7,8 @@ never recommends for it: the pod crash-loops at its old limit forever (kubernete
 
 from __future__ import annotations
 
+import copy
+
 from tests.integration.components.recommender_helpers import MI, VPAS, create, deployment, harness, vpa
 from vpa.kube.converting import vpa_status_from_dict
 
@@ -36,3 +38,30 @@ async def test_a_container_oom_killed_before_any_sample_gets_a_memory_recommenda
         assert container.target.cpu_millicores is None
         assert container.lower_bound.cpu_millicores is None
         assert container.upper_bound.cpu_millicores is None
+
+
+async def test_the_first_oom_of_a_pod_no_loop_has_loaded_yet_counts() -> None:
+    # The pod starts and is killed between two loops: its OOM reaches the prompt OOM pass before any loop
+    # has put the pod into the model. Dropping it ("pod ... is not tracked", as upstream does) would leave
+    # the container without history until a loop loads the pod and the next kill comes, a crash back-off
+    # later; the pass tracks the pod from the cache instead and records the kill.
+    async with harness() as h:
+        await create(h, "deployments.apps", deployment("starved", STARVED, replicas=0, memory_limit="256Mi"))
+        await create(h, VPAS, vpa("starved"))
+        await h.loop()  # the VPA and its (empty) workload known; no pod yet
+        stored = h.cluster.store.get("deployments.apps", "default", "starved")
+        assert stored is not None
+        scaled = copy.deepcopy(stored)
+        scaled["spec"]["replicas"] = 1
+        await h.cluster.store.update("deployments.apps", scaled)
+        await h.cluster.settle()
+        await h.cluster.advance(5)
+        await h.caught_up()
+        report = await h.rec.react_to_ooms()
+        assert report.ooms >= 1
+        await h.loop()  # no time passes: no further kill, so the recommendation is from the first ones
+        status = vpa_status_from_dict(h.vpa("starved")["status"])
+        assert status.recommendation is not None, "the first OOM kill was dropped"
+        (container,) = status.recommendation.containers
+        assert container.target.memory_bytes is not None
+        assert container.target.memory_bytes >= 356 * MI
