@@ -310,13 +310,12 @@ def pod_patch(
                 ops.append(annotation_patch(ann.cpu_startup_boost_key(container.name), original))
         if not writable(container_resources):
             continue  # from the pod's own absurd values: leave the container as written
+        position, shapes, label = index, shape.containers, f"container {index}"
+        in_init = pod.init_container_index(container.name) if container.is_sidecar else None
+        if in_init is not None:
+            position, shapes, label = in_init, shape.init_containers, f"initContainer {in_init}"
+        container_shape = shapes[position] if position < len(shapes) else ContainerShape()
         pointer = pod.container_path(index)
-        if container.is_sidecar:
-            init_index = int(pointer.rsplit("/", 1)[1])
-            shapes, label = shape.init_containers, f"initContainer {init_index}"
-        else:
-            init_index, shapes, label = index, shape.containers, f"container {index}"
-        container_shape = shapes[init_index] if init_index < len(shapes) else ContainerShape()
         entry = _container_patches(pointer, label, container_shape, container_resources, ops)
         if entry is not None:
             entries.append(entry)

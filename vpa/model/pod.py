@@ -267,10 +267,17 @@ class PodView:
         sidecar of an extended view (`with_native_sidecars`) `/spec/initContainers/<its index there>`."""
         container = self.containers[index]
         if container.is_sidecar:
-            for position, init in enumerate(self.init_containers):
-                if init.name == container.name:
-                    return f"/spec/initContainers/{position}"
+            position = self.init_container_index(container.name)
+            if position is not None:
+                return f"/spec/initContainers/{position}"
         return f"/spec/containers/{index}"
+
+    def init_container_index(self, name: str) -> int | None:
+        """The index of init container `name` in `initContainers`, or None."""
+        for position, init in enumerate(self.init_containers):
+            if init.name == name:
+                return position
+        return None
 
     @property
     def plain_init_containers(self) -> tuple[ContainerView, ...]:
