@@ -169,9 +169,15 @@ def test_flags_change_the_answer(tmp_path: Path) -> None:
     assert target == {"cpu": "600m", "memory": "215785635"}  # 511 m rounded up to 600 m; bare start(15)
 
 
-def test_container_without_cpu_samples_gets_no_recommendation(tmp_path: Path) -> None:
+def test_container_without_cpu_samples_gets_a_memory_only_recommendation(tmp_path: Path) -> None:
+    # Upstream recommends nothing without a CPU sample; we recommend memory (what a container OOM-killed
+    # before its first metrics read needs), and no CPU, about which nothing is known.
     rows: list[Row] = [(T0 + 60 * k, "mem-only", None, 200 * MIB, False) for k in range(100)]
-    assert _replay_json(_write_csv(tmp_path / "mem.csv", rows)) == {"containers": []}
+    containers = _replay_json(_write_csv(tmp_path / "mem.csv", rows))["containers"]
+    assert isinstance(containers, list)
+    (container,) = containers
+    assert container["container"] == "mem-only"
+    assert set(container["target"]) == {"memory"}
 
 
 def test_table_output(tmp_path: Path) -> None:

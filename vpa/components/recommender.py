@@ -582,6 +582,7 @@ class Recommender:
         namespace: str = "",
         ignored_namespaces: Iterable[str] = (),
         per_vpa_config: bool = False,
+        native_sidecars: bool = False,
         chunk_budget_s: float = 0.003,
         history: HistorySource | None = None,
         history_metrics: PrometheusClientMetrics | None = None,
@@ -618,8 +619,13 @@ class Recommender:
         self._namespace = namespace
         self._ignored = frozenset(ns for ns in ignored_namespaces if ns)
         self._config = RecommenderConfig.from_settings(settings, per_vpa_config=per_vpa_config)
+        # Gate NativeSidecar (AEP-8905): init containers with `restartPolicy: Always` are tracked, sampled
+        # and OOM-observed like containers; plain init containers never are.
+        self._native_sidecars = native_sidecars
         self._chunk_budget_s = chunk_budget_s
         self._ooms: deque[OomKill] = deque(maxlen=OOM_QUEUE_SIZE)
+        # The pod as the watch showed it at each queued OOM kill (`_track_for_oom`); emptied with the queue.
+        self._oom_views: dict[PodId, PodView] = {}
         # With --recommend-on-oom the group sets a trigger; OOM-killed pods' labels say which VPAs to redo.
         self.oom_trigger: Trigger | None = None
         self._oom_pods: dict[PodId, Mapping[str, str]] = {}
@@ -659,6 +665,7 @@ class Recommender:
             checkpoints=CheckpointStore(client, namespace),
             registry=registry, health=health, namespace=common.vpa_object_namespace,
             ignored_namespaces=common.ignored_vpa_object_namespaces, per_vpa_config=gates.per_vpa_config,
+            native_sidecars=gates.native_sidecar,
             history=(PrometheusHistoryReader(settings.prometheus, namespace=common.vpa_object_namespace)
                      if settings.storage == "prometheus" else None),
             events=events, nodes=nodes, hpas=hpas, recorder=recorder,
@@ -697,12 +704,16 @@ class Recommender:
     # ------------------------------------------------------------------------------- OOM observer
 
     def _on_pod_update(self, old: PodView, new: PodView) -> None:
+        cached = new
+        if self._native_sidecars:
+            old, new = old.with_native_sidecars(), new.with_native_sidecars()
         for kill in ooms_from_pod_update(old, new):
             seen = self._last_oom.setdefault(kill.container_id.pod, {})
             if seen.get(kill.container_id.container_name) == kill.timestamp:
                 continue
             seen[kill.container_id.container_name] = kill.timestamp
             self._ooms.append(kill)
+            self._oom_views[kill.container_id.pod] = cached  # to track it if no loop has loaded it yet
             if self.oom_trigger is not None:
                 self._oom_pods[kill.container_id.pod] = new.labels
                 self.oom_trigger.fire(f"{new.namespace}/{new.name}")
@@ -853,16 +864,17 @@ class Recommender:
         return out
 
     async def _load_pods(self, report: LoopReport, now: float, live: set[PodId]) -> None:
-        cluster = self.core.cluster
         applied = self._applied_pods
         pacer = _Pacer(self._chunk_budget_s)
         selectors = await self._selectors_by_namespace(pacer) if self.settings.memory_saver else None
         from_status = from_spec = 0
-        for pod in self._pods.list():
+        for cached in self._pods.list():
             if pacer.due():  # before any `continue`: 10,000 unchanged pods are 20 ms of CPU
                 await pacer.pause()
-            if pod.phase in ("", "Pending"):
+            if cached.phase in ("", "Pending"):
                 continue
+            # The pod itself unless the gate is on and it has sidecars; `applied` keeps the cached view.
+            pod = cached.with_native_sidecars() if self._native_sidecars else cached
             if selectors is not None and not any(
                     s.matches(pod.labels) for s in selectors.get(pod.namespace, ())):
                 continue
@@ -875,18 +887,42 @@ class Recommender:
                     from_status += 1
                 else:
                     from_spec += 1
-            if applied.get(pod_id) is pod:
+            if applied.get(pod_id) is cached:
                 continue  # unchanged since the last loop: the watch cache hands out a new view on change
-            cluster.add_or_update_pod(pod_id, pod.labels, pod.phase, now)
-            for container in pod.containers:
-                cluster.add_or_update_container(ContainerId(pod_id, container.name),
-                                                pod.current_requests(container.name), now)
-            applied[pod_id] = pod
+            self._track_pod(pod_id, cached, pod, now)
         report.pods = len(live)
         if from_status:
             self.metrics.get_resources.labels(source=SOURCE_CONTAINER_STATUSES).inc(from_status)
         if from_spec:
             self.metrics.get_resources.labels(source=SOURCE_SPEC_CONTAINERS).inc(from_spec)
+
+    def _track_pod(self, pod_id: PodId, cached: PodView, pod: PodView, now: float) -> None:
+        """Put a running pod (`pod`: `cached` as the NativeSidecar gate sees it) and its containers into the
+        model, remembering the cached view it came from."""
+        cluster = self.core.cluster
+        cluster.add_or_update_pod(pod_id, pod.labels, pod.phase, now)
+        for container in pod.containers:
+            cluster.add_or_update_container(ContainerId(pod_id, container.name),
+                                            pod.current_requests(container.name), now)
+        self._applied_pods[pod_id] = cached
+
+    def _track_for_oom(self, pod_id: PodId, now: float) -> bool:
+        """Track an OOM-killed pod the loop has not loaded yet (it started and was killed since the last
+        loop), as the watch showed it at the kill, so that its first OOM counts: a container killed at start
+        would otherwise lose it, and wait a crash back-off (10 s, 20 s, ... up to 5 min) for the next one.
+        Only a running pod, and with `--memory-saver` only one some tracked VPA selects, as `_load_pods`
+        would."""
+        cached = self._oom_views.get(pod_id)
+        if cached is None or cached.phase in ("", "Pending") or self._applied_pods.get(pod_id) is cached:
+            return False  # unknown, not running, or already in the model as it is
+        if self.settings.memory_saver and not any(
+                key[0] == pod_id.namespace and tracked.resolution.selector is not None
+                and tracked.resolution.selector.matches(cached.labels)
+                for key, tracked in self._tracked.items()):
+            return False
+        pod = cached.with_native_sidecars() if self._native_sidecars else cached
+        self._track_pod(pod_id, cached, pod, now)
+        return True
 
     async def _apply_metrics(self, report: LoopReport, read: MetricsRead) -> None:
         """Samples from one (shared) PodMetrics read for the containers this recommender tracks, then the
@@ -925,7 +961,12 @@ class Recommender:
         while self._ooms:
             kill = self._ooms.popleft()
             try:
-                bumped = cluster.record_oom(kill.container_id, kill.timestamp, kill.memory_bytes)
+                try:
+                    bumped = cluster.record_oom(kill.container_id, kill.timestamp, kill.memory_bytes)
+                except UnknownContainerError:
+                    if not self._track_for_oom(kill.container_id.pod, self._clock.now()):
+                        raise
+                    bumped = cluster.record_oom(kill.container_id, kill.timestamp, kill.memory_bytes)
                 report.ooms += 1
                 context = cluster.quality_context(kill.container_id, kill.timestamp)
                 if context is not None:
@@ -933,6 +974,7 @@ class Recommender:
             except (UnknownContainerError, OomRejected) as err:
                 self.metrics.skipped.labels(what="oom").inc()
                 log.info("recommender_oom_skipped", container=str(kill.container_id), error=str(err))
+        self._oom_views.clear()
 
     async def _delete_removed_pods(self, live: set[PodId]) -> None:
         cluster = self.core.cluster
@@ -1468,7 +1510,8 @@ class RecommenderGroup:
                 resolver=resolver, status_writer=status_writer, checkpoints=shared, metrics=metrics,
                 namespace=common.vpa_object_namespace,
                 ignored_namespaces=common.ignored_vpa_object_namespaces,
-                per_vpa_config=gates.per_vpa_config, hosted_names=names, collects_checkpoints=index == 0,
+                per_vpa_config=gates.per_vpa_config, native_sidecars=gates.native_sidecar,
+                hosted_names=names, collects_checkpoints=index == 0,
                 events=events, history=shared if reader is not None else None,
                 history_metrics=history_metrics, nodes=nodes, hpas=hpas, recorder=recorder,
             )

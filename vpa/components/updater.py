@@ -679,7 +679,8 @@ class Updater:
                     entry = work.get(chosen.key)
                     if entry is None:
                         entry = work[chosen.key] = _Work(chosen)
-                    entry.pods.append(pod)
+                    # Gate NativeSidecar: sidecars are weighed, capped and resized like containers.
+                    entry.pods.append(pod.with_native_sidecars() if self.gates.native_sidecar else pod)
             if seen >= _YIELD_EVERY:
                 seen = 0
                 await asyncio.sleep(0)
@@ -834,7 +835,7 @@ class Updater:
     async def _resize(self, entry: _Work, decision: PodDecision, report: LoopReport) -> None:
         pod, vpa, mode = decision.pod, entry.vpa, entry.vpa.effective_mode
         try:
-            operations = resize_patch(pod, decision.changes)
+            operations = resize_patch(pod, decision.changes, decision.pod_level)
         except ValueError as err:  # nothing to change: the plan never asks for this
             log.warning("resize_without_changes", pod=pod.key, error=str(err))
             return

@@ -75,7 +75,7 @@ from vpa.kube.leasing import StatusLeaseRenewer
 from vpa.kube.watching import WatchCache
 from vpa.logic.limitranges import NO_LIMITS, NamespaceLimits, namespace_limits
 from vpa.logic.matching import controlling_vpa
-from vpa.logic.patches import AdmissionOptions, pod_patch, pod_shape
+from vpa.logic.patches import AdmissionOptions, PodLevelInvalid, pod_patch, pod_shape
 from vpa.logic.validation import validate_vpa
 from vpa.model.clock import RealClock
 from vpa.model.features import FeatureGates
@@ -384,26 +384,19 @@ class Admitter:
             log.debug("no VPA controls the pod", pod=f"{namespace}/{pod_name}", controller=controller)
             self.metrics.pod(False)
             return verdict
-        if _has_pod_level_resources(raw):
+        if _has_pod_level_resources(raw) and not self._options.gates.pod_level_resources:
             # Pod-level requests must stay at least the containers' sum, and limits at least each container's;
             # patching containers alone could make the pod invalid, so it is admitted as it is.
-            self.metrics.pod(False)
-            self.notices.event(
-                "pod_level_resources", "pod has pod-level resources; admitting it unchanged",
-                level="info", namespace=namespace, vpa=vpa.name,
+            self._pod_level_unchanged(
+                namespace, pod_name, vpa, "its containers' requests were left unchanged"
             )
-            if self._events is not None:
-                self._events.warning(
-                    ObjectRef(
-                        kind="VerticalPodAutoscaler", namespace=vpa.namespace, name=vpa.name, uid=vpa.uid,
-                        api_version=VPA_API_VERSION,
-                    ),
-                    POD_LEVEL_RESOURCES_REASON,
-                    f"pod {namespace}/{pod_name} sets pod-level resources (spec.resources); its containers' "
-                    "requests were left unchanged",
-                )
             return verdict
-        ops = self._patch(raw, namespace, vpa)
+        try:
+            ops = self._patch(raw, namespace, vpa)
+        except PodLevelInvalid as err:
+            # Gate PodLevelResources: no values keep the pod valid; never the reason it cannot be created.
+            self._pod_level_unchanged(namespace, pod_name, vpa, f"it was admitted unchanged: {err}")
+            return verdict
         if ops is None:
             verdict.outcome = "error"
             return verdict
@@ -416,6 +409,22 @@ class Admitter:
             verdict.patch = ops
             verdict.outcome = "applied"
         return verdict
+
+    def _pod_level_unchanged(self, namespace: str, pod_name: str, vpa: VpaView, what: str) -> None:
+        self.metrics.pod(False)
+        self.notices.event(
+            "pod_level_resources", "pod has pod-level resources; admitting it unchanged",
+            level="info", namespace=namespace, vpa=vpa.name,
+        )
+        if self._events is not None:
+            self._events.warning(
+                ObjectRef(
+                    kind="VerticalPodAutoscaler", namespace=vpa.namespace, name=vpa.name, uid=vpa.uid,
+                    api_version=VPA_API_VERSION,
+                ),
+                POD_LEVEL_RESOURCES_REASON,
+                f"pod {namespace}/{pod_name} sets pod-level resources (spec.resources); {what}",
+            )
 
     def _patch(self, raw: dict[str, Any], namespace: str, vpa: VpaView) -> list[dict[str, Any]] | None:
         """`pod_patch` for the raw pod, memoised: the replicas of one template get the same patch.
@@ -433,6 +442,8 @@ class Admitter:
             metadata = raw.get("metadata")
             has_annotations = isinstance(metadata, dict) and metadata.get("annotations") is not None
             containers = spec.get("containers") if isinstance(spec, dict) else None
+            # Sidecars (gate NativeSidecar) and pod-level resources (gate PodLevelResources) shape the patch.
+            extra = (spec.get("initContainers"), spec.get("resources")) if isinstance(spec, dict) else None
             try:
                 key = (
                     vpa.uid,
@@ -440,7 +451,7 @@ class Admitter:
                     vpa.key,
                     limits,
                     has_annotations,
-                    hashlib.blake2b(orjson.dumps(containers), digest_size=16).digest(),
+                    hashlib.blake2b(orjson.dumps([containers, extra]), digest_size=16).digest(),
                 )
             except TypeError:
                 key = None

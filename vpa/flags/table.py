@@ -534,6 +534,13 @@ RUN_FLAGS: Final[tuple[FlagDef, ...]] = (
             note="DEVIATION: upstream's default is false (Helm's is true). Our default lets a "
             "disruption-free resize proceed below minReplicas; `=false` restores upstream. Evictions "
             "always respect the checks."),
+    FlagDef("in-place-pod-level-resources", BOOL, _U, "With feature gate PodLevelResources: the cluster "
+            "resizes pod-level resources (spec.resources) in place, so a pod's pod-level values are resized "
+            "together with its containers. Kubernetes 1.36 and later do "
+            "(InPlacePodLevelResourcesVerticalScaling is beta there); 1.35 only with that alpha gate on. "
+            "When false (1.35 refuses every resize of a pod with pod-level resources), such a pod that needs "
+            "an update is evicted (InPlaceOrRecreate) or left alone (InPlace).",
+            "updater.in_place_pod_level_resources", addition=True),
     FlagDef("pod-update-threshold", FLOAT, _U, "Ignore updates whose priority (resource difference) is "
             "below this.", "updater.pod_update_threshold"),
     FlagDef("in-recommendation-bounds-eviction-lifetime-threshold", DURATION, _U, "Pods living at least this "

@@ -434,6 +434,7 @@ def pod_from_dict(obj: Mapping[str, Any], *, interner: Interner | None = None) -
         )
         conditions.append(condition)
 
+    pod_resources = _map(spec.get("resources"), "spec.resources")
     return PodView(
         namespace=sys.intern(_str(metadata.get("namespace"), "metadata.namespace")),
         name=_str(metadata.get("name"), "metadata.name"),
@@ -461,7 +462,9 @@ def pod_from_dict(obj: Mapping[str, Any], *, interner: Interner | None = None) -
         generation=_int(metadata.get("generation"), "metadata.generation"),
         observed_generation=_int(status.get("observedGeneration"), "status.observedGeneration"),
         generate_name=sys.intern(_str(metadata.get("generateName"), "metadata.generateName")),
-        has_pod_level_resources=bool(_map(spec.get("resources"), "spec.resources")),
+        has_pod_level_resources=bool(pod_resources),
+        pod_requests=_resources(pod_resources.get("requests"), "spec.resources.requests", it),
+        pod_limits=_resources(pod_resources.get("limits"), "spec.resources.limits", it),
     )
 
 

@@ -12,8 +12,8 @@ Owns:
   and `keep_qos` (AEP-4016 for `InPlace`: a resize that would turn a Burstable pod Guaranteed applies one
   request 1 millicore / 1 byte below its limit instead);
 - `ResizeAttempt`: what the loop remembers of its own last resize patch of a pod;
-- `resize_patch`: the JSON Patch for `pods/<name>/resize`; `in_place_updated_patch`: the merge patch that
-  sets `vpaInPlaceUpdated=true`.
+- `resize_patch`: the JSON Patch for `pods/<name>/resize` (pod-level values too, when the decision carries
+  them); `in_place_updated_patch`: the merge patch that sets `vpaInPlaceUpdated=true`.
 
 - the decision (`decide_in_place` → `PodDecision` with an `Action` and a `Reason`).
 
@@ -26,12 +26,13 @@ separately in `vpa/logic/capping.py`) should share one implementation once both 
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, NamedTuple
 
 from vpa.logic import capping
 from vpa.logic.infeasible import InfeasibleAttempts
+from vpa.logic.podlevel import PodLevelPlan, pod_level_patch
 from vpa.logic.priority import (
     NO_PRIORITY,
     ContainerTarget,
@@ -110,6 +111,8 @@ def compute_changes(pod: PodView, targets: Sequence[ContainerTarget]) -> list[Ch
     changes: list[Change] = []
     containers = pod.containers
     for target in targets:
+        if target.container_index < 0:
+            continue  # the pod-level pseudo target (`podlevel.pod_level_target`): planned separately
         container = containers[target.container_index]
         recommended = target.recommendation.target
         for resource in target.controlled:
@@ -173,7 +176,7 @@ def _applied(pod: PodView, changes: Sequence[Change]) -> list[tuple[Resources, R
             requests = _with(requests, change.resource, change.request)
             limits = _with(limits, change.resource, change.limit)
         out.append((requests, limits))
-    out.extend((c.requests, c.limits) for c in pod.init_containers)
+    out.extend((c.requests, c.limits) for c in pod.plain_init_containers)
     return out
 
 
@@ -186,7 +189,7 @@ def _with(values: Resources, resource: str, value: int | None) -> Resources:
 
 
 def qos_before_and_after(pod: PodView, changes: Sequence[Change]) -> tuple[str, str]:
-    before = qos_class([(c.requests, c.limits) for c in (*pod.containers, *pod.init_containers)])
+    before = qos_class([(c.requests, c.limits) for c in (*pod.containers, *pod.plain_init_containers)])
     return before, qos_class(_applied(pod, changes))
 
 
@@ -238,20 +241,23 @@ def _quantity(resource: str, value: int) -> str:
     return format_patch_amount(resource, value)
 
 
-def resize_patch(pod: PodView, changes: Sequence[ContainerChange]) -> list[dict[str, Any]]:
+def resize_patch(
+    pod: PodView, changes: Sequence[ContainerChange], pod_level: PodLevelPlan | None = None
+) -> list[dict[str, Any]]:
     """The JSON Patch (`application/json-patch+json`) for `pods/<name>/resize`.
 
     Like upstream: `add …/resources {}` when the container has neither requests nor limits, `add …/requests
     {}` (`…/limits {}`) when that map has no cpu/memory and something is set in it, then one `add` per value;
     "has" reads the container's status resources when reported, else its spec, so a container whose spec has
     no resources but whose status has gets no empty objects (upstream).
-    Unlike upstream, unchanged values are not re-sent. Raises ValueError on an empty change list (upstream:
-    "no resource patches were calculated to apply").
+    Unlike upstream, unchanged values are not re-sent. `pod_level` adds its changed pod-level values
+    (`/spec/resources/...`). Raises ValueError when nothing changes (upstream: "no resource patches were
+    calculated to apply").
     """
     ops: list[dict[str, Any]] = []
     for change in changes:
         container = pod.containers[change.index]
-        base = f"/spec/containers/{change.index}/resources"
+        base = f"{pod.container_path(change.index)}/resources"
         # As upstream, the container's resources are read from its status when reported, else its spec.
         status = pod.container_status(container.name)
         reported_requests = status.actual_requests if status is not None else None
@@ -273,6 +279,8 @@ def resize_patch(pod: PodView, changes: Sequence[ContainerChange]) -> list[dict[
                 if value is not None:
                     path = f"{base}/{part}/{resource}"
                     ops.append({"op": "add", "path": path, "value": _quantity(resource, value)})
+    if pod_level is not None:
+        ops.extend(pod_level_patch(pod, pod_level)[0])
     if not ops:
         raise ValueError("no resource patches were calculated to apply")
     return ops
@@ -325,6 +333,8 @@ class Reason(enum.StrEnum):
     REPLICAS_UNKNOWN = GroupProblem.REPLICAS_UNKNOWN.value
     GROUP_BELOW_MIN_REPLICAS = "GroupBelowMinReplicas"
     POD_LEVEL_RESOURCES = "PodLevelResources"
+    POD_LEVEL_INVALID = "PodLevelResourcesInvalid"
+    POD_LEVEL_RESIZE_UNSUPPORTED = "PodLevelResizeUnsupported"
     STARTUP_BOOSTED = "StartupBoostActive"
     NO_CONTAINER_RECOMMENDATION = "NoContainerRecommendation"
     POD_PENDING = "PodPending"
@@ -358,6 +368,8 @@ class PodDecision(NamedTuple):
     qos_adjusted: bool = False
     record_infeasible: Mapping[str, Resources] | None = None
     detail: str = ""
+    pod_level: PodLevelPlan | None = None
+    """Gate `PodLevelResources`: the pod-level values this resize also sets (None: none change)."""
 
     @property
     def acts(self) -> bool:
@@ -422,6 +434,7 @@ def decide_in_place(
     infeasible: InfeasibleAttempts,
     settings: UpdaterSettings,
     now: float,
+    pod_level: Callable[[Sequence[Change]], PodLevelPlan] | None = None,
 ) -> PodDecision:
     """The in-place verdict for one pod of an `InPlaceOrRecreate` or `InPlace` VPA.
 
@@ -442,6 +455,10 @@ def decide_in_place(
        Disruptive changes need the Recreate rules and the budget (never below minReplicas). When the full
        update cannot go, the disruption-free part alone may (RESIZE_PARTIAL).
     5. QoS: a class change makes `InPlaceOrRecreate` evict and `InPlace` lower one request by 1 unit.
+    6. Pod-level resources (`pod_level`, gate `PodLevelResources`): the pod-level values planned for the
+       changes go into the same resize; a pod that no values keep valid is skipped; when the cluster cannot
+       resize such pods (`--in-place-pod-level-resources=false`), `InPlaceOrRecreate` evicts (Recreate
+       rules permitting) and `InPlace` skips.
     """
     if pod.phase == PENDING:
         return skip(pod, Reason.POD_PENDING, priority)
@@ -472,7 +489,10 @@ def decide_in_place(
             return _evict_or_skip(pod, mode, Reason.RESIZE_REJECTED, priority, triggers, "")
 
     changes = compute_changes(pod, targets)
-    if not changes:
+    plan = pod_level(changes) if pod_level is not None else None
+    if plan is not None and plan.problem:
+        return skip(pod, Reason.POD_LEVEL_INVALID, priority, plan.problem)
+    if not changes and not (plan is not None and plan.changes(pod)):
         return skip(pod, Reason.SPEC_AT_TARGET, priority)
     free = [c for c in changes if not c.disruptive]
     disruptive = len(free) != len(changes)
@@ -483,7 +503,7 @@ def decide_in_place(
             pod, mode, changes, disruptive, Reason(trigger.value), priority, triggers, group, settings
         )
         if not isinstance(full, Reason):
-            return full
+            return _with_pod_level(full, plan, mode, triggers, settings)
         blocked = full
     if disruptive and free:
         only = {(c.container, c.resource) for c in free}
@@ -503,13 +523,36 @@ def decide_in_place(
                 partial=True,
             )
             if not isinstance(partial, Reason):
-                return partial
+                if pod_level is None:
+                    return partial
+                partial_plan = pod_level(free)
+                if partial_plan.problem:
+                    return skip(pod, Reason.POD_LEVEL_INVALID, priority, partial_plan.problem)
+                return _with_pod_level(partial, partial_plan, mode, triggers, settings)
             blocked = blocked or partial
     if blocked is not None:
         return skip(pod, blocked, priority)
     if disruptive:
         return skip(pod, Reason.DISRUPTIVE_NOT_DUE, priority, triggers.recreate.value)
     return skip(pod, Reason(triggers.disruption_free.value), priority)
+
+
+def _with_pod_level(
+    decision: PodDecision, plan: PodLevelPlan | None, mode: UpdateMode, triggers: Triggers,
+    settings: UpdaterSettings,
+) -> PodDecision:
+    """A resize decision with the pod-level values that go with it. When the cluster cannot resize pods with
+    pod-level resources in place (kube-apiserver 1.35 without `InPlacePodLevelResourcesVerticalScaling`
+    forbids every resize of such a pod, of its containers too), the eviction fallback
+    (`InPlaceOrRecreate`) or a skip (`InPlace`)."""
+    if plan is None or decision.action not in (Action.RESIZE, Action.RESIZE_PARTIAL):
+        return decision
+    if not settings.in_place_pod_level_resources:
+        return _evict_or_skip(decision.pod, mode, Reason.POD_LEVEL_RESIZE_UNSUPPORTED, decision.priority,
+                              triggers, "the cluster does not resize pods with pod-level resources in place")
+    if not plan.changes(decision.pod):
+        return decision
+    return decision._replace(pod_level=plan)
 
 
 def _resize(

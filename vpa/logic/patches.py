@@ -15,6 +15,11 @@ trimmed `PodView` cannot tell `{}` from absent or see resources other than cpu/m
    gets `resources: {}` and an empty `container <i>: ` entry;
 4. `add /metadata/annotations/vpaObservedContainers` = all `spec.containers` names joined by ", ".
 
+With gate `NativeSidecar` on (AEP-8905), native sidecars (init containers with `restartPolicy: Always`)
+follow the containers: patched at `/spec/initContainers/<j>` when they have a recommendation (entry
+`initContainer <j>: …` in `vpaUpdates`, no startup boost, no empty-`resources` quirk), and named after the
+containers in `vpaObservedContainers`. Plain init containers are never patched.
+
 With gate `CPUStartupBoost` on, containers whose policy mode is `Off` are skipped entirely (as upstream).
 A container whose own values lead to an invalid quantity (negative, past 2**63-1, a limit below the
 request) gets no patch at all (`writable`): never a value the API server would reject.
@@ -34,6 +39,7 @@ from typing import Any, Final
 
 from vpa.logic.capping import ContainerResources, container_resources_for_pod, proportional_limit
 from vpa.logic.limitranges import NamespaceLimits
+from vpa.logic.podlevel import own_resources, plan_pod_level, pod_level_patch
 from vpa.model import annotations as ann
 from vpa.model import quantity
 from vpa.model.features import FeatureGates
@@ -57,6 +63,7 @@ class ContainerShape:
 class PodShape:
     has_annotations: bool = False
     containers: tuple[ContainerShape, ...] = ()
+    init_containers: tuple[ContainerShape, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +79,14 @@ def pod_shape(raw_pod: Mapping[str, Any]) -> PodShape:
     metadata = raw_pod.get("metadata")
     has_annotations = isinstance(metadata, Mapping) and metadata.get("annotations") is not None
     spec = raw_pod.get("spec")
-    raw_containers = spec.get("containers") if isinstance(spec, Mapping) else None
+    return PodShape(
+        has_annotations=has_annotations,
+        containers=_container_shapes(spec.get("containers") if isinstance(spec, Mapping) else None),
+        init_containers=_container_shapes(spec.get("initContainers") if isinstance(spec, Mapping) else None),
+    )
+
+
+def _container_shapes(raw_containers: object) -> tuple[ContainerShape, ...]:
     shapes: list[ContainerShape] = []
     if isinstance(raw_containers, list):
         for raw in raw_containers:
@@ -86,7 +100,7 @@ def pod_shape(raw_pod: Mapping[str, Any]) -> PodShape:
                     has_limits=resources.get("limits") is not None,
                 )
             )
-    return PodShape(has_annotations=has_annotations, containers=tuple(shapes))
+    return tuple(shapes)
 
 
 def escape_pointer(segment: str) -> str:
@@ -175,6 +189,22 @@ def boost_container(
 # --- the patch ----------------------------------------------------------------------------------------
 
 
+class PodLevelInvalid(ValueError):
+    """Gate `PodLevelResources`: no values keep this pod valid against its pod-level resources (the message
+    says which rule); the admission controller then admits the pod unchanged."""
+
+
+def requests_only(vpa: VpaView, recommended: Mapping[str, Resources]) -> bool:
+    """Whether every recommended container's policy is `RequestsOnly` (then the pod-level limit stays)."""
+    if not recommended:
+        return False
+    for name in recommended:
+        policy = vpa.resource_policy.for_container(name)
+        if policy is None or policy.effective_controlled_values is not ControlledValues.REQUESTS_ONLY:
+            return False
+    return True
+
+
 def writable(resources: ContainerResources) -> bool:
     """Whether every value is a valid pod quantity (0 ≤ amount ≤ 2**63-1) and no limit is below the request
     set beside it. Only a pod's own absurd values (negative, `1e308`, a `1n` limit under a large request)
@@ -192,11 +222,12 @@ def writable(resources: ContainerResources) -> bool:
 
 
 def _container_patches(
-    index: int, shape: ContainerShape, resources: ContainerResources, ops: list[Patch]
+    pointer: str, label: str, shape: ContainerShape, resources: ContainerResources, ops: list[Patch]
 ) -> str | None:
-    """Append container `index`'s patches to `ops`; return its `vpaUpdates` entry, or None if no patch."""
+    """Append the patches of the container at `pointer` (`/spec/containers/<i>`) to `ops`; return its
+    `vpaUpdates` entry (`<label>: …`), or None if no patch."""
     start = len(ops)
-    base = f"/spec/containers/{index}/resources"
+    base = f"{pointer}/resources"
     if not shape.has_requests and not shape.has_limits:
         ops.append({"op": "add", "path": base, "value": {}})
     entries = list(resources.notes)
@@ -222,7 +253,7 @@ def _container_patches(
             entries.append(f"{resource} {noun}")
     if len(ops) == start:
         return None
-    return f"container {index}: " + ", ".join(entries)
+    return f"{label}: " + ", ".join(entries)
 
 
 def pod_patch(
@@ -241,14 +272,31 @@ def pod_patch(
     boost_on = options.gates.cpu_startup_boost
     if vpa.effective_mode is UpdateMode.OFF and not (boost_on and vpa.has_startup_boost()):
         return []  # nothing to apply (matching skips such VPAs anyway)
+    if options.gates.native_sidecar:
+        pod = pod.with_native_sidecars()
     ops: list[Patch] = []
     if not shape.has_annotations:
         ops.append({"op": "add", "path": "/metadata/annotations", "value": {}})
     resources = container_resources_for_pod(pod, vpa, limits)
+    pod_level = options.gates.pod_level_resources and pod.has_pod_level_resources
+    new_requests: dict[str, Resources] = {}
+    new_limits: dict[str, Resources] = {}
     entries: list[str] = []
     for index, container in enumerate(pod.containers):
         container_resources = resources[index]  # all EMPTY in mode Off: only a boost applies
-        if boost_on:
+        if pod_level:
+            # Only the resources the container sets itself; the others share the pod-level budget.
+            container_resources = ContainerResources(
+                own_resources(container, container_resources.requests),
+                own_resources(container, container_resources.limits),
+                container_resources.notes,
+            )
+            if container_resources.requests.is_empty() and container_resources.limits.is_empty():
+                continue
+        if container.is_sidecar:
+            if container_resources.requests.is_empty() and container_resources.limits.is_empty():
+                continue  # nothing for it: no empty `resources` quirk on a sidecar (upstream never had one)
+        elif boost_on:  # sidecars get no boost (recommended values only)
             policy = vpa.resource_policy.for_container(container.name)
             if policy is not None and policy.is_off:
                 continue
@@ -262,10 +310,28 @@ def pod_patch(
                 ops.append(annotation_patch(ann.cpu_startup_boost_key(container.name), original))
         if not writable(container_resources):
             continue  # from the pod's own absurd values: leave the container as written
-        container_shape = shape.containers[index] if index < len(shape.containers) else ContainerShape()
-        entry = _container_patches(index, container_shape, container_resources, ops)
+        position, shapes, label = index, shape.containers, f"container {index}"
+        in_init = pod.init_container_index(container.name) if container.is_sidecar else None
+        if in_init is not None:
+            position, shapes, label = in_init, shape.init_containers, f"initContainer {in_init}"
+        container_shape = shapes[position] if position < len(shapes) else ContainerShape()
+        pointer = pod.container_path(index)
+        entry = _container_patches(pointer, label, container_shape, container_resources, ops)
         if entry is not None:
             entries.append(entry)
+            new_requests[container.name] = container.requests.merged(container_resources.requests)
+            new_limits[container.name] = container.limits.merged(container_resources.limits)
+    if pod_level and vpa.effective_mode is not UpdateMode.OFF:
+        recommended = {c.name: r.requests for c, r in zip(pod.containers, resources, strict=True)
+                       if not r.requests.is_empty()}
+        plan = plan_pod_level(pod, new_requests, new_limits, recommended,
+                              requests_only=requests_only(vpa, recommended))
+        if plan.problem:
+            raise PodLevelInvalid(plan.problem)
+        pod_ops, notes = pod_level_patch(pod, plan)
+        if pod_ops:
+            ops.extend(pod_ops)
+            entries.append("pod: " + ", ".join(notes))
     if entries:
         ops.append(annotation_patch(ann.VPA_UPDATES, ann.format_vpa_updates(vpa.name, entries)))
     ops.append(

@@ -2,9 +2,10 @@
 
 Owns: `RecommenderConfig` (aggregation, estimation and post-processing settings, mapped from the
 recommender flags and feature gates), `containers_to_recommend` (drop `mode: Off` containers and those
-without CPU samples, apply the VPA's container policy), `compute_recommendation` (estimate, format,
-integer CPU, capping — upstream's `UpdateVPAs` body minus the status write), and `RecommenderCore`,
-which bundles a `ClusterState` with a `PodRecommender` for the live loop and for `vpa replay`.
+without samples, memory only for those with an OOM but no CPU sample; apply the VPA's container policy),
+`compute_recommendation` (estimate, format, integer CPU, capping — upstream's `UpdateVPAs` body minus the
+status write), and `RecommenderCore`, which bundles a `ClusterState` with a `PodRecommender` for the live
+loop and for `vpa replay`.
 
 Must not: call the API, read the clock, log, or emit metrics; the loop does those with what this returns.
 """
@@ -18,7 +19,7 @@ from vpa.logic.aggregation import AggregateContainerState, AggregationConfig, Co
 from vpa.logic.estimation import EstimatorConfig, PercentilePodRecommender, PodRecommender
 from vpa.logic.postprocessing import PostProcessingConfig, post_process
 from vpa.logic.recommender_cluster import ClusterState
-from vpa.model.resources import Resources
+from vpa.model.resources import MEMORY, Resources
 from vpa.model.settings import RecommenderSettings
 from vpa.model.vpa import ContainerScalingMode, Recommendation, ResourcePolicy, VpaView
 
@@ -75,15 +76,25 @@ class RecommenderConfig:
 def containers_to_recommend(states: Mapping[str, AggregateContainerState], policy: ResourcePolicy,
                             config: AggregationConfig) -> dict[str, AggregateContainerState]:
     """Keep containers that are not `mode: Off` and have at least one CPU sample, each taking the VPA's
-    container policy (controlled resources). The per-pod minimum is split across exactly these."""
+    container policy (controlled resources). The per-pod minimum is split across exactly these.
+
+    Deviation (OOM right after start): a container without any CPU sample whose memory history is not
+    empty (an OOM kill recorded before the metrics API ever reported it) is kept too, with memory as its
+    only controlled resource: it gets a memory recommendation from the OOM bump, and no CPU value, since
+    nothing is known about its CPU. Upstream drops it, and the pod crash-loops at its old memory limit."""
     kept: dict[str, AggregateContainerState] = {}
     for name, state in states.items():
         container_policy = policy.for_container(name)
         if container_policy is not None and container_policy.mode is ContainerScalingMode.OFF:
             continue
-        if state.total_samples_count <= 0:
+        memory_only = state.total_samples_count <= 0
+        if memory_only and state.memory.is_empty():
             continue
         state.update_from_policy(container_policy, config)
+        if memory_only:
+            state.controlled_resources = tuple(r for r in state.controlled_resources if r == MEMORY)
+            if not state.controlled_resources:
+                continue
         kept[name] = state
     return kept
 

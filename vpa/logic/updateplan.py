@@ -7,6 +7,11 @@ upstream's loop makes: in-place decisions first, in priority order, charging the
 evictions in priority order, each checked against `evictionRequirements` and `can_evict` and charged.
 `Auto` behaves as `Recreate`.
 
+Pods with pod-level `spec.resources` are skipped unless gate `PodLevelResources` is on; then their containers
+are weighed on the resources they set themselves, the pod-level stanza as one more target
+(`podlevel.pod_level_target`), and each in-place decision carries the pod-level values its changes need
+(`podlevel.planner`).
+
 `evictionRequirements` filter evictions only (Recreate evictions and `InPlaceOrRecreate` fallbacks), not
 in-place resizes: AEP-4016 and upstream's fix for issue #10181 (spec §4.5 describes the older code).
 
@@ -30,9 +35,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from vpa.logic import podlevel
 from vpa.logic.infeasible import InfeasibleAttempts
 from vpa.logic.inplace import (
     Action,
+    Change,
     PodDecision,
     Reason,
     ResizeAttempt,
@@ -64,6 +71,7 @@ from vpa.model.settings import UpdaterSettings
 from vpa.model.vpa import Recommendation, RecommendedContainerResources, UpdateMode, VpaView
 
 RecommendationFor = Callable[[PodView], Recommendation | None]
+PodLevelPlanner = Callable[[Sequence[Change]], podlevel.PodLevelPlan]
 
 _GROUP_REASONS = {
     GroupProblem.NO_CONTROLLER: Reason.NO_CONTROLLER,
@@ -108,7 +116,7 @@ class VpaPlan:
 
 
 class _Candidate:
-    __slots__ = ("decision", "group", "key", "pod", "priority", "quick_oom", "targets", "triggers")
+    __slots__ = ("decision", "group", "key", "planner", "pod", "priority", "quick_oom", "targets", "triggers")
 
     def __init__(
         self,
@@ -118,7 +126,9 @@ class _Candidate:
         targets: list[ContainerTarget],
         quick_oom: bool,
         triggers: Triggers,
+        planner: PodLevelPlanner | None = None,
     ) -> None:
+        self.planner = planner
         self.pod = pod
         self.group = group
         self.priority = priority
@@ -184,7 +194,8 @@ def plan_vpa(
             )
             skipped.append(skip(pod, _GROUP_REASONS[problem]))
             continue
-        if pod.has_pod_level_resources:
+        pod_level = pod.has_pod_level_resources
+        if pod_level and not inputs.gates.pod_level_resources:
             skipped.append(skip(pod, Reason.POD_LEVEL_RESOURCES))
             continue
         if boost_gate and _is_boosted(pod):
@@ -201,6 +212,13 @@ def plan_vpa(
             by_name = shared
         observed = observed_names(pod, cache)
         targets = considered_containers(pod, vpa, by_name, observed)
+        planner: PodLevelPlanner | None = None
+        if pod_level and targets:
+            # Gate PodLevelResources: containers change only what they set themselves; the pod-level stanza
+            # is weighed as one more target and planned with whatever the containers get.
+            planner = podlevel.planner(pod, targets)
+            whole = podlevel.pod_level_target(pod, targets)
+            targets = podlevel.own_targets(pod, targets) + ([whole] if whole is not None else [])
         if not targets:
             skipped.append(skip(pod, Reason.NO_CONTAINER_RECOMMENDATION))
             continue
@@ -217,7 +235,7 @@ def plan_vpa(
         if not verdict.accepts:
             skipped.append(skip(pod, Reason(verdict.value), priority))
             continue
-        candidates.append(_Candidate(pod, group, priority, targets, quick_oom, triggers))
+        candidates.append(_Candidate(pod, group, priority, targets, quick_oom, triggers, planner))
 
     candidates.sort(key=lambda c: c.key)
     resizes: list[PodDecision] = []
@@ -238,6 +256,7 @@ def plan_vpa(
                 infeasible=inputs.infeasible,
                 settings=settings,
                 now=now,
+                pod_level=candidate.planner,
             )
         else:
             reason = Reason(candidate.triggers.recreate.value)

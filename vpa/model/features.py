@@ -51,7 +51,9 @@ ALL_ALPHA: Final = "AllAlpha"
 ALL_BETA: Final = "AllBeta"
 CPU_STARTUP_BOOST: Final = "CPUStartupBoost"
 IN_PLACE: Final = "InPlace"
+NATIVE_SIDECAR: Final = "NativeSidecar"
 PER_VPA_CONFIG: Final = "PerVPAConfig"
+POD_LEVEL_RESOURCES: Final = "PodLevelResources"
 
 GATES: Final[tuple[GateSpec, ...]] = (
     GateSpec(
@@ -96,6 +98,20 @@ GATES: Final[tuple[GateSpec, ...]] = (
         ),
     ),
     GateSpec(
+        name=NATIVE_SIDECAR,
+        default=False,
+        stage=Stage.ALPHA,
+        since="1.8",
+        components=("admission-controller", "recommender", "updater"),
+        effect=(
+            "Native sidecars (AEP-8905): init containers with `restartPolicy: Always` are treated like "
+            "regular containers: the recommender keeps their samples and OOMs and recommends for them, the "
+            "admission controller sets their resources and lists them in `vpaObservedContainers`, the "
+            "updater resizes them in place or evicts for them. Plain init containers stay excluded. When "
+            "off, sidecars are left alone as upstream 1.7 does."
+        ),
+    ),
+    GateSpec(
         name=PER_VPA_CONFIG,
         default=False,
         stage=Stage.ALPHA,
@@ -105,6 +121,21 @@ GATES: Final[tuple[GateSpec, ...]] = (
             "Honours per-VPA `oomBumpUpRatio`, `oomMinBumpUp`, `memoryAggregationIntervalSeconds` and "
             "`memoryAggregationIntervalCount` (recommender) and `evictAfterOOMSeconds` (updater). When off, "
             "the admission controller rejects these fields (unless the old object already had them)."
+        ),
+    ),
+    GateSpec(
+        name=POD_LEVEL_RESOURCES,
+        default=False,
+        stage=Stage.ALPHA,
+        since="1.8",
+        components=("admission-controller", "updater"),
+        effect=(
+            "Pod-level resources (`spec.resources`, AEP-7571's gate name): the admission controller and "
+            "the updater scale a pod's pod-level requests and limits with the container recommendations and "
+            "keep the pod valid (pod-level requests at least the containers' aggregate, no regular "
+            "container's limit above the pod-level limit); see docs/pod-level-resources.md. When off, such "
+            "pods are admitted unchanged (with a `PodLevelResourcesUnchanged` event) and the updater skips "
+            "them."
         ),
     ),
 )
@@ -188,6 +219,14 @@ class FeatureGates:
     @property
     def per_vpa_config(self) -> bool:
         return self.enabled(PER_VPA_CONFIG)
+
+    @property
+    def native_sidecar(self) -> bool:
+        return self.enabled(NATIVE_SIDECAR)
+
+    @property
+    def pod_level_resources(self) -> bool:
+        return self.enabled(POD_LEVEL_RESOURCES)
 
     def as_flag(self) -> str:
         """The explicit settings as a `--feature-gates` value, e.g. `InPlace=true,PerVPAConfig=true`."""

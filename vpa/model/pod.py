@@ -3,7 +3,9 @@
 Owns: `OwnerRef`, `ContainerView` (spec: requests, limits, resize policy, restart policy),
 `ContainerStatusView` (status: readiness, restarts, termination reasons and times for OOM detection,
 allocated and actual resources), `PodCondition`, and `PodView`, plus the lookups every component repeats
-(current requests with the status-then-spec fallback, the observed containers, boosted containers).
+(current requests with the status-then-spec fallback, the observed containers, boosted containers), and
+the native-sidecar view (`with_native_sidecars`, `container_path`) through which gate `NativeSidecar` lets
+the logic treat sidecars as containers.
 
 Memory rules, kept by the converter in `vpa.kube.converting`: slotted frozen dataclasses, tuples instead of
 lists, interned strings, and identical `Resources`, label maps, owners and container tuples shared between
@@ -15,6 +17,7 @@ converter), or import anything outside the standard library and `vpa.model`.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -150,6 +153,10 @@ class PodView:
     observed_generation: int | None = None
     generate_name: str = ""
     has_pod_level_resources: bool = False
+    pod_requests: Resources = NO_RESOURCES
+    """Pod-level `spec.resources.requests` (cpu and memory; KEP-2837); empty when not set."""
+    pod_limits: Resources = NO_RESOURCES
+    """Pod-level `spec.resources.limits`; empty when not set."""
 
     @property
     def key(self) -> str:
@@ -237,3 +244,43 @@ class PodView:
     def sidecars(self) -> tuple[ContainerView, ...]:
         """Init containers with `restartPolicy: Always` (native sidecars)."""
         return tuple(c for c in self.init_containers if c.is_sidecar)
+
+    def with_native_sidecars(self) -> PodView:
+        """This pod as gate `NativeSidecar` lets every component see it (AEP-8905): `containers` followed
+        by the native sidecars (in `initContainers` order) and `container_statuses` followed by theirs, so
+        that recommendation capping, patches, priorities and resizes treat a sidecar like a container.
+        `init_containers` stays as it is; `container_path` finds a sidecar's place in the spec. The pod
+        itself when it has no sidecar."""
+        sidecars = self.sidecars
+        if not sidecars:
+            return self
+        names = {c.name for c in sidecars}
+        if any(c.name in names for c in self.containers):
+            return self  # already extended
+        statuses = tuple(s for s in self.init_container_statuses if s.name in names)
+        return dataclasses.replace(
+            self, containers=self.containers + sidecars, container_statuses=self.container_statuses + statuses
+        )
+
+    def container_path(self, index: int) -> str:
+        """The JSON pointer of `containers[index]` in the pod: `/spec/containers/<index>`, or for a native
+        sidecar of an extended view (`with_native_sidecars`) `/spec/initContainers/<its index there>`."""
+        container = self.containers[index]
+        if container.is_sidecar:
+            position = self.init_container_index(container.name)
+            if position is not None:
+                return f"/spec/initContainers/{position}"
+        return f"/spec/containers/{index}"
+
+    def init_container_index(self, name: str) -> int | None:
+        """The index of init container `name` in `initContainers`, or None."""
+        for position, init in enumerate(self.init_containers):
+            if init.name == name:
+                return position
+        return None
+
+    @property
+    def plain_init_containers(self) -> tuple[ContainerView, ...]:
+        """The init containers not already listed in `containers` (all of them unless extended)."""
+        names = {c.name for c in self.containers}
+        return tuple(c for c in self.init_containers if c.name not in names)

@@ -56,6 +56,14 @@ class Resources:
     def is_empty(self) -> bool:
         return self.cpu_millicores is None and self.memory_bytes is None
 
+    def merged(self, other: Resources) -> Resources:
+        """These amounts with `other`'s set values on top (what adding `other` into a ResourceList gives)."""
+        cpu = other.cpu_millicores if other.cpu_millicores is not None else self.cpu_millicores
+        memory = other.memory_bytes if other.memory_bytes is not None else self.memory_bytes
+        if cpu == self.cpu_millicores and memory == self.memory_bytes:
+            return self
+        return Resources(cpu, memory)
+
 
 def _read(
     resource_list: Mapping[str, object], name: str, pick: Callable[[quantity.Quantity], int]

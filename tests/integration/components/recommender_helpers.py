@@ -40,12 +40,13 @@ class Harness:
     requests: list[tuple[str, int]] = field(default_factory=list)
     recommender: Recommender | None = None
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+    gates: FeatureGates = field(default_factory=FeatureGates)
 
     def new_recommender(self) -> Recommender:
         """A fresh recommender (as a new process would be) on the same caches and client."""
         self.registry = CollectorRegistry()
         self.recommender = Recommender.from_client(
-            self.settings, common=self.common, gates=FeatureGates(), client=self.client, pods=self.pods,
+            self.settings, common=self.common, gates=self.gates, client=self.client, pods=self.pods,
             vpas=self.vpas, clock=self.cluster.clock, registry=self.registry,
         )
         return self.recommender
@@ -95,7 +96,8 @@ def _rvs(cluster: SimCluster, resource: str) -> dict[tuple[str, str], str]:
 
 @contextlib.asynccontextmanager
 async def harness(
-    settings: RecommenderSettings | None = None, common: CommonSettings | None = None, **sim: Any
+    settings: RecommenderSettings | None = None, common: CommonSettings | None = None,
+    gates: FeatureGates | None = None, **sim: Any
 ) -> AsyncIterator[Harness]:
     async with SimCluster(nodes=sim.pop("nodes", 1), node_cpu="16", node_memory="64Gi", **sim) as cluster:
         requests: list[tuple[str, int]] = []
@@ -115,7 +117,7 @@ async def harness(
         try:
             await asyncio.wait_for(asyncio.gather(pods.wait_synced(), vpas.wait_synced()), timeout=10)
             h = Harness(cluster, client, pods, vpas, settings or RecommenderSettings(),
-                        common or CommonSettings(), requests)
+                        common or CommonSettings(), requests, gates=gates or FeatureGates())
             h.new_recommender()
             yield h
             assert cluster.behaviour is not None

@@ -406,6 +406,39 @@ async def case_pod_level_resources(api: Api) -> list[Any]:
     return out
 
 
+async def case_pod_level_defaults_limits_and_resize(api: Api) -> list[Any]:
+    """What a VPA on a pod with pod-level resources has to know: a pod-level limit without a request gets the
+    containers' aggregate request (the limit only when no container requests that resource); a sidecar's
+    or init container's limit may be above the pod-level limit (only `spec.containers` are held to it);
+    and without `InPlacePodLevelResourcesVerticalScaling` (alpha, off in 1.35) every resize of such a pod
+    is refused, of a container too."""
+    ns = await api.namespace("fid-podlevel-more")
+    pods = f"/api/v1/namespaces/{ns}/pods"
+    image = "registry.k8s.io/pause:3.10"
+    pod = {
+        **POD,
+        "spec": {
+            "resources": {"limits": {"cpu": "1", "memory": "200Mi"}},
+            "initContainers": [
+                {"name": "side", "image": image, "restartPolicy": "Always",
+                 "resources": {"requests": {"cpu": "100m"}, "limits": {"cpu": "1500m"}}},
+                {"name": "setup", "image": image, "resources": {"requests": {"cpu": "50m"},
+                                                                "limits": {"cpu": "2"}}},
+            ],
+            "containers": [
+                {"name": "c", "image": image, "resources": {"requests": {"memory": "150Mi"}}},
+                {"name": "d", "image": image},
+            ],
+        },
+    }  # fmt: skip
+    created = await api.call("POST", pods, pod)
+    out: list[Any] = [created[0], created[1].get("spec", {}).get("resources")]
+    resize = {"spec": {"containers": [{"name": "c", "resources": {"requests": {"memory": "160Mi"}}}]}}
+    reply = await api.call("PATCH", f"{pods}/p/resize", resize, STRATEGIC)
+    out.append((_status(reply), _causes(reply), reply[1].get("message")))
+    return out
+
+
 CASES = {
     "crud-and-conflicts": case_crud_and_conflicts,
     "validation-errors": case_validation_errors,
@@ -415,6 +448,7 @@ CASES = {
     "eviction-and-pdb": case_eviction_and_disruption_budget,
     "resize": case_resize_subresource,
     "pod-level-resources": case_pod_level_resources,
+    "pod-level-defaults-limits-and-resize": case_pod_level_defaults_limits_and_resize,
 }
 
 

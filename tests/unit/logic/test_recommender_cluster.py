@@ -324,3 +324,43 @@ def test_maybe_garbage_collect_steps_start_the_clock_first() -> None:
 
 def test_default_settings_map_to_the_default_config() -> None:
     assert RecommenderConfig.from_settings(RecommenderSettings()) == RecommenderConfig()
+
+
+@pytest.mark.parametrize(
+    ("history", "controlled", "expected"),
+    [
+        # (what the container saw, its controlledResources, the resources recommended for it; None = none)
+        ("nothing", None, None),  # created, never sampled, never killed: nothing to say yet
+        ("samples", None, ("cpu", "memory")),
+        ("oom only", None, ("memory",)),  # killed before the first metrics read: memory from the OOM bump
+        ("oom only", ("cpu",), None),  # memory not controlled: nothing left to recommend
+        ("oom only", ("cpu", "memory"), ("memory",)),
+        ("samples and oom", None, ("cpu", "memory")),
+    ],
+    ids=lambda value: str(value),
+)
+def test_a_container_killed_before_its_first_cpu_sample_gets_memory_only(
+    history: str, controlled: tuple[str, ...] | None, expected: tuple[str, ...] | None
+) -> None:
+    core = RecommenderCore()
+    policy = ResourcePolicy((ContainerResourcePolicy("*", controlled_resources=controlled),))
+    core.cluster.add_or_update_vpa(VpaView(namespace="default", name="web", resource_policy=policy), WEB)
+    pod = _pod(core.cluster, "a", {"app": "web"})
+    container = ContainerId(pod, "app")
+    if "samples" in history:
+        _feed(core.cluster, pod, "app", 50, days=0.1)
+    if "oom" in history:
+        # `used` is the 1 MiB request, or the 200 MiB peak when sampled: max(used + 100 MiB, used × 1.2).
+        bumped = core.cluster.record_oom(container, MIDNIGHT + 3 * 3600, MIB)
+        assert bumped == (300 if "samples" in history else 101) * MIB
+    recommendation = core.recommend("default", "web")
+    if expected is None:
+        assert recommendation.containers == ()
+        return
+    (app,) = recommendation.containers
+    for bound in (app.target, app.lower_bound, app.upper_bound):
+        assert tuple(r for r in ("cpu", "memory") if bound.get(r) is not None) == expected
+    if history == "oom only":
+        # The OOM-bumped 101 MiB, to its histogram bucket's end, plus the 15% margin: at least 116 MiB.
+        assert app.target.memory_bytes is not None
+        assert app.target.memory_bytes >= 116 * MIB

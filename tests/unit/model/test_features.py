@@ -19,6 +19,9 @@ from vpa.model.features import FeatureGateError, FeatureGates, GateSpec, Stage
         ("CPUStartupBoost", Stage.ALPHA, False, "1.6", {"admission-controller", "updater"}),
         ("InPlace", Stage.ALPHA, False, "1.7", {"admission-controller", "updater"}),
         ("PerVPAConfig", Stage.ALPHA, False, "1.5", {"admission-controller", "recommender", "updater"}),
+        # Proposed upstream (AEP-8905 and AEP-7571 name these gates), implemented here ahead of upstream.
+        ("NativeSidecar", Stage.ALPHA, False, "1.8", {"admission-controller", "recommender", "updater"}),
+        ("PodLevelResources", Stage.ALPHA, False, "1.8", {"admission-controller", "updater"}),
         ("AllAlpha", Stage.ALPHA, False, "1.0", {"admission-controller", "recommender", "updater"}),
         ("AllBeta", Stage.BETA, False, "1.0", {"admission-controller", "recommender", "updater"}),
     ],
@@ -31,14 +34,19 @@ def test_gate_table_matches_upstream(
     assert (gate.stage, gate.default, gate.since, set(gate.components)) == (stage, default, since, components)
 
 
-def test_gate_table_has_exactly_the_upstream_gates() -> None:
+def test_gate_table_has_exactly_the_upstream_gates_and_the_proposed_ones() -> None:
     assert {gate.name for gate in features.GATES} == {
         "AllAlpha",
         "AllBeta",
         "CPUStartupBoost",
         "InPlace",
+        "NativeSidecar",
         "PerVPAConfig",
+        "PodLevelResources",
     }
+
+
+ALPHA_BUT_IN_PLACE = {"PerVPAConfig", "CPUStartupBoost", "NativeSidecar", "PodLevelResources"}
 
 
 @pytest.mark.parametrize(
@@ -55,9 +63,10 @@ def test_gate_table_has_exactly_the_upstream_gates() -> None:
         ("InPlace=T,PerVPAConfig=TRUE,CPUStartupBoost=True", {"InPlace", "PerVPAConfig", "CPUStartupBoost"}),
         ("InPlace=true,InPlace=false", set()),  # later pair wins
         ("InPlace=false", set()),
-        ("AllAlpha=true", {"InPlace", "PerVPAConfig", "CPUStartupBoost"}),
-        ("AllAlpha=true,InPlace=false", {"PerVPAConfig", "CPUStartupBoost"}),
-        ("InPlace=false,AllAlpha=true", {"PerVPAConfig", "CPUStartupBoost"}),  # explicit wins in any order
+        ("AllAlpha=true", {"InPlace", *ALPHA_BUT_IN_PLACE}),
+        ("AllAlpha=true,InPlace=false", ALPHA_BUT_IN_PLACE),
+        ("InPlace=false,AllAlpha=true", ALPHA_BUT_IN_PLACE),  # explicit wins in any order
+        ("NativeSidecar=true,PodLevelResources=true", {"NativeSidecar", "PodLevelResources"}),
         ("AllAlpha=false,InPlace=true", {"InPlace"}),
         ("AllBeta=true", set()),  # every upstream gate is alpha
     ],
@@ -189,5 +198,7 @@ def test_help_lists_gates_like_component_base() -> None:
         "AllBeta=true|false (BETA - default=false)",
         "CPUStartupBoost=true|false (ALPHA - default=false)",
         "InPlace=true|false (ALPHA - default=false)",
+        "NativeSidecar=true|false (ALPHA - default=false)",
         "PerVPAConfig=true|false (ALPHA - default=false)",
+        "PodLevelResources=true|false (ALPHA - default=false)",
     ]

@@ -345,3 +345,64 @@ SELECTOR_CASES = [
 )
 def test_selector_matches(selector: Any, labels: dict[str, str], expected: bool) -> None:
     assert pods.selector_matches(selector, labels) is expected
+
+
+# --- pod-level resources (KEP-2837) ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("pod_resources", "containers", "init", "defaulted"),
+    [
+        # a pod-level limit without a request, no container requesting it: the request takes the limit's value
+        ({"limits": {"cpu": "1", "memory": "1Gi"}}, [c()], None, {"cpu": "1", "memory": "1Gi"}),
+        ({"requests": {"cpu": "200m"}, "limits": {"cpu": "1", "memory": "1Gi"}}, [c()], None,
+         {"cpu": "200m", "memory": "1Gi"}),
+        ({"requests": {"cpu": "200m"}}, [c()], None, {"cpu": "200m"}),  # no limits: nothing to default from
+        # containers requesting it: their aggregate (what kube-apiserver 1.35 stores; checked against it):
+        # memory 150Mi from `b`, cpu 100m from the sidecar; a container limit defaults its own request first
+        ({"limits": {"cpu": "1", "memory": "200Mi"}}, [c("a"), c("b", req={"memory": "150Mi"})],
+         [c("side", req={"cpu": "100m"}, restartPolicy="Always")], {"cpu": "100m", "memory": "150Mi"}),
+        ({"limits": {"memory": "200Mi"}}, [c("b", lim={"memory": "120Mi"})], None, {"memory": "120Mi"}),
+    ],
+    ids=["limits-only", "partly", "requests-only", "aggregate-of-containers", "from-container-limit"],
+)  # fmt: skip
+def test_pod_level_requests_default_from_containers_or_limits(
+    pod_resources: dict[str, Any], containers: list[dict[str, Any]], init: list[dict[str, Any]] | None,
+    defaulted: dict[str, str],
+) -> None:
+    p = pod(*containers, init=init, resources=copy.deepcopy(pod_resources))
+    pods.default_pod(p, (1, 35))
+    assert p["spec"]["resources"]["requests"] == defaulted
+
+
+@pytest.mark.parametrize(
+    ("pod_resources", "containers", "error"),
+    [
+        ({"requests": {"cpu": "500m"}}, [c(req={"cpu": "300m"})], None),
+        ({"requests": {"cpu": "200m"}}, [c(req={"cpu": "300m"})],
+         'spec.resources.requests[cpu]: Invalid value: "200m": must be greater than or equal to aggregate '
+         "container requests of 300m"),
+        ({"requests": {"memory": "2Gi"}, "limits": {"memory": "1Gi"}}, [c()],
+         'spec.resources.requests: Invalid value: "2Gi": must be less than or equal to memory limit of 1Gi'),
+        ({"limits": {"memory": "1Gi"}}, [c(lim={"memory": "2Gi"})],
+         'spec.resources.containers[0][memory].limits: Invalid value: "2Gi": '
+         "must be less than or equal to pod limits of 1Gi"),
+    ],
+    ids=["valid", "request-below-aggregate", "request-above-limit", "container-limit-above-pod-limit"],
+)  # fmt: skip
+def test_pod_level_validation(
+    pod_resources: dict[str, Any], containers: list[dict[str, Any]], error: str | None
+) -> None:
+    errs = [e.text() for e in pods.validate_pod_spec(pod(*containers, resources=pod_resources)["spec"])]
+    assert errs == ([] if error is None else [error])
+
+
+@pytest.mark.parametrize(
+    ("pod_level", "expected"), [(False, "500m"), (True, "700m")], ids=["1.35", "gate-on"]
+)
+def test_resize_merge_takes_pod_level_resources_only_with_the_gate(pod_level: bool, expected: str) -> None:
+    old = pod(c(req={"cpu": "100m"}), resources={"requests": {"cpu": "500m"}})
+    patched = copy.deepcopy(old)
+    patched["spec"]["resources"]["requests"]["cpu"] = "700m"
+    merged, _ = pods.resize_merge(old, patched, pod_level=pod_level)
+    assert merged["spec"]["resources"]["requests"]["cpu"] == expected

@@ -75,6 +75,7 @@ class SimCluster:
         job_run_s: float = 60.0,
         trace_dir: str | Path | None = None,
         metrics_resolution_s: float = 15.0,
+        pod_level_resize: bool = False,
     ) -> None:
         self.nodes = nodes
         self.node_cpu_millicores = cpu_millicores(node_cpu)
@@ -101,6 +102,7 @@ class SimCluster:
             "job_run_s": job_run_s,
             "trace_dir": str(trace_dir) if trace_dir is not None else None,
             "metrics_resolution_s": metrics_resolution_s,
+            "pod_level_resize": pod_level_resize,
         }
         self._vpa_crds = vpa_crds
         self._crd_files = [Path(p) for p in crd_files or []]

@@ -1,9 +1,10 @@
 """`metrics.k8s.io/v1beta1` as metrics-server serves it, computed on request from usage profiles.
 
 Owns: `PodMetrics` (running pods only: `metadata{name, namespace, labels, creationTimestamp}`, `timestamp`,
-`window`, `containers[{name, usage{cpu, memory}}]`) and `NodeMetrics` (the sum over the node's running pods),
-label selection of the list, and the sampling instant (the current virtual time rounded down to the metrics
-resolution, so repeated reads within one resolution interval agree).
+`window`, `containers[{name, usage{cpu, memory}}]`, native sidecars listed after the containers) and
+`NodeMetrics` (the sum over the node's running pods), label selection of the list, and the sampling
+instant (the current virtual time rounded down to the metrics resolution, so repeated reads within one
+resolution interval agree).
 
 Must not: keep samples or write to the store: every reading is computed lazily from the node agent's state.
 """
@@ -17,6 +18,7 @@ from vpa.model.clock import VirtualClock
 from vpa.model.quantity import Quantity
 from vpa.sim.cluster.nodeagent import NodeAgent, rfc3339
 from vpa.sim.cluster.options import ClusterOptions
+from vpa.sim.cluster.pods import container_amounts, is_sidecar
 from vpa.sim.cluster.usage import UsageRegistry
 from vpa.sim.contracts import ApiError, HookRegistry, JsonObj
 
@@ -138,6 +140,20 @@ class Metrics:
             if limit is not None:
                 mem = min(mem, limit)  # the kernel never lets the working set exceed the limit
             out.append((name, cpu, mem))
+        # Native sidecars run for the pod's lifetime and metrics-server reports them beside the containers
+        # (the kubelet's summary lists every running container). The node agent runs them with their spec
+        # resources from the pod's start (see `NodeAgent._init_statuses`); plain init containers have exited.
+        for init in (pod.get("spec") or {}).get("initContainers") or []:
+            if not is_sidecar(init) or init.get("name") in run.containers:
+                continue
+            req, lim = container_amounts(init, "requests"), container_amounts(init, "limits")
+            started = min(run.start_at, t)
+            cpu = self.usage.cpu_millicores(pod, init, t, run.start_at, started, req, lim)
+            mem = self.usage.memory_bytes(pod, init, t, run.start_at, started, req, lim)
+            limit = lim.get("memory")
+            if limit is not None:
+                mem = min(mem, limit)
+            out.append((str(init.get("name")), cpu, mem))
         return out
 
     def pod_metrics(self, pod: Mapping[str, Any], t: float) -> JsonObj | None:

@@ -45,6 +45,10 @@ class ClusterOptions:
     # Seconds between renewals of each node's Lease in kube-node-lease, the heartbeat a real node lifecycle
     # controller watches (0: no Leases; the simulator has no node lifecycle controller).
     node_lease_renew_s: float = 0.0
+    # kube-apiserver's and the kubelet's `InPlacePodLevelResourcesVerticalScaling` gate on 1.35 (KEP-5419,
+    # alpha there, off by default; beta and on from 1.36): /resize also changes `spec.resources`. Off, every
+    # resize of a pod with pod-level resources is refused (Forbidden), its containers' too.
+    pod_level_resize: bool = False
 
     def __post_init__(self) -> None:
         if self.kubernetes_version not in SUPPORTED_VERSIONS:

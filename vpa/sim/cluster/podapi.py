@@ -46,6 +46,12 @@ class PodApi:
         self.store = store
         self.clock = clock
         self.version = options.kubernetes_version
+        # KEP-5419: pods with pod-level `spec.resources` resizable through /resize from 1.36 (beta, on), on
+        # 1.35 only with the alpha gate (`ClusterOptions.pod_level_resize`); otherwise any resize of such a
+        # pod is refused.
+        self.pod_level_resize = self.version >= (1, 36) or (
+            options.pod_level_resize and self.version >= (1, 35)
+        )
         # Callable[[str], tuple[int, int] | None]: a node's allocatable (cpu millicores, memory bytes).
         self.node_allocatable = node_allocatable
 
@@ -151,7 +157,7 @@ class PodApi:
                     name=name,
                 )
         elif subresource == "resize":
-            errs = pods.validate_resize(old, new, self.version)
+            errs = pods.validate_resize(old, new, self.version, pod_level=self.pod_level_resize)
             if errs:
                 raise pods.invalid("Pod", name, errs)
             violations = pods.limit_range_violations(new, self._limit_ranges(namespace))
@@ -219,7 +225,7 @@ class PodApi:
             raise ApiError(
                 405, "MethodNotAllowed", "the server does not allow this method on the requested resource"
             )
-        new, unknown = pods.resize_merge(current, patched)
+        new, unknown = pods.resize_merge(current, patched, pod_level=self.pod_level_resize)
         if unknown:
             raise pods.invalid(
                 "Pod",

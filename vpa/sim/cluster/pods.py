@@ -219,12 +219,47 @@ def _default_container(container: dict[str, Any]) -> None:
         container["imagePullPolicy"] = "Always" if latest else "IfNotPresent"
 
 
+def _default_pod_requests(spec: dict[str, Any]) -> None:
+    """`defaultPodRequests` (kube-apiserver 1.34+, PodLevelResources beta), after the containers' own
+    defaults: a cpu or memory pod-level limit without a pod-level request gives the request the containers'
+    aggregate request when they request that resource at all (regular containers and sidecars add up, an
+    init container counts with the sidecars before it), else the limit's value."""
+    resources = spec.get("resources")
+    if not isinstance(resources, dict):
+        return
+    limits = resources.get("limits")
+    if not isinstance(limits, dict) or not limits:
+        return
+    requests = resources.get("requests")
+    merged = dict(requests) if isinstance(requests, dict) else {}
+    aggregate = dict(zip(COMPUTE, effective_requests({**spec, "overhead": None}), strict=True))
+    for name, value in limits.items():
+        if name in COMPUTE and name not in merged:
+            need = aggregate[name]
+            merged[name] = _aggregate_quantity(spec, name, need).canonical() if need else value
+    if merged:
+        resources["requests"] = merged
+
+
+def _aggregate_quantity(spec: Mapping[str, Any], name: str, need: int) -> Quantity:
+    """The containers' aggregate `need` of cpu (millicores) or memory (bytes) as kube-apiserver prints it:
+    memory in binary units when a container requests memory in them."""
+    if name == CPU:
+        return Quantity.from_millis(need)
+    binary = any(
+        _format_of(resource_list(c.get("resources"), "requests").get(MEMORY)) == "BinarySI"
+        for c in all_containers(spec)
+    )
+    return Quantity.from_int(need, "BinarySI" if binary else "DecimalSI")
+
+
 def default_pod(pod: JsonObj, version: Version) -> None:
     """Defaults the apiserver applies to a new pod (in place); `resizePolicy` stays as the client sent it."""
     spec = pod.setdefault("spec", {})
     for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
         if isinstance(container, dict):
             _default_container(container)
+    _default_pod_requests(spec)
     spec.setdefault("restartPolicy", "Always")
     spec.setdefault("dnsPolicy", "ClusterFirst")
     spec.setdefault("terminationGracePeriodSeconds", 30)
@@ -402,6 +437,7 @@ def validate_pod_spec(spec: Mapping[str, Any]) -> list[FieldError]:
             errs.extend(validate_container_resources(container, f"{path}.resources"))
             errs.extend(validate_resize_policy(container, path, restart_policy))
     if spec.get("resources"):
+        errs.extend(validate_container_resources(spec, "spec.resources"))
         errs.extend(validate_pod_level_resources(spec))
     return errs
 
@@ -413,10 +449,6 @@ def validate_pod_level_resources(spec: Mapping[str, Any]) -> list[FieldError]:
     errs: list[FieldError] = []
     pod = spec.get("resources") or {}
     aggregate = dict(zip((CPU, MEMORY), effective_requests({**spec, "overhead": None}), strict=True))
-    binary = any(
-        _format_of(resource_list(c.get("resources"), "requests").get(MEMORY)) == "BinarySI"
-        for c in all_containers(spec)
-    )
     for name, raw in resource_list(pod, "requests").items():
         if name not in COMPUTE or not aggregate.get(name):
             continue
@@ -427,11 +459,7 @@ def validate_pod_level_resources(spec: Mapping[str, Any]) -> list[FieldError]:
         need = aggregate[name]
         have = wanted.millis if name == CPU else wanted.value
         if need > have:
-            total = (
-                Quantity.from_millis(need)
-                if name == CPU
-                else Quantity.from_int(need, "BinarySI" if binary else "DecimalSI")
-            )
+            total = _aggregate_quantity(spec, name, need)
             errs.append(
                 FieldError(
                     f"spec.resources.requests[{name}]",
@@ -533,8 +561,11 @@ def validate_pod_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[
 # --- resize -------------------------------------------------------------------------------------------------
 
 
-def resize_merge(old: Mapping[str, Any], patched: Mapping[str, Any]) -> tuple[JsonObj, list[str]]:
-    """`dropNonResizeUpdates`: the old pod with only container resources and resizePolicy from `patched`.
+def resize_merge(
+    old: Mapping[str, Any], patched: Mapping[str, Any], *, pod_level: bool = False
+) -> tuple[JsonObj, list[str]]:
+    """`dropNonResizeUpdates`: the old pod with only container resources and resizePolicy from `patched`,
+    and with `pod_level` (kube's `InPlacePodLevelResourcesVerticalScaling`, alpha in 1.35) `spec.resources`.
 
     Everything else the client changed through /resize is silently discarded, as kube-apiserver does.
     Also returns the names of containers in `patched` that the pod does not have (a validation error).
@@ -542,6 +573,8 @@ def resize_merge(old: Mapping[str, Any], patched: Mapping[str, Any]) -> tuple[Js
     out = copy.deepcopy(dict(old))
     new_spec = patched.get("spec") or {}
     out_spec = out.setdefault("spec", {})
+    if pod_level and (old.get("spec") or {}).get("resources") is not None and new_spec.get("resources"):
+        out_spec["resources"] = copy.deepcopy(new_spec["resources"])
     for key in ("containers", "initContainers"):
         by_name = {c.get("name"): c for c in new_spec.get(key) or [] if isinstance(c, Mapping)}
         for container in out_spec.get(key) or []:
@@ -577,8 +610,12 @@ def _resources_removed(new: Mapping[str, Any], old: Mapping[str, Any]) -> bool:
     return any(name not in new for name in old)
 
 
-def validate_resize(old: Mapping[str, Any], new: Mapping[str, Any], version: Version) -> list[FieldError]:
-    """`ValidatePodResize` for the given Kubernetes minor version (1.32 .. 1.36)."""
+def validate_resize(
+    old: Mapping[str, Any], new: Mapping[str, Any], version: Version, *, pod_level: bool = False
+) -> list[FieldError]:
+    """`ValidatePodResize` for the given Kubernetes minor version (1.32 .. 1.36). Without `pod_level`
+    (`InPlacePodLevelResourcesVerticalScaling`, alpha and off in 1.35) a pod with pod-level resources
+    cannot be resized at all, its containers neither."""
     errs: list[FieldError] = []
     old_meta = old.get("metadata") or {}
     if "kubernetes.io/config.mirror" in (old_meta.get("annotations") or {}):
@@ -588,6 +625,15 @@ def validate_resize(old: Mapping[str, Any], new: Mapping[str, Any], version: Ver
     if (old_spec.get("os") or {}).get("name") == "windows":
         return [FieldError("", "Forbidden", "windows pods cannot be resized")]
     errs.extend(validate_pod_spec(new_spec))
+    if old_spec.get("resources") and not pod_level:
+        errs.append(
+            FieldError(
+                "[]",
+                "Forbidden",
+                "resize of pods with pod-level resources is forbidden when "
+                "InPlacePodLevelResourcesVerticalScalingEnabled feature gate is disabled",
+            )
+        )
     old_qos = (old.get("status") or {}).get("qosClass") or qos_class(old)
     if old_qos != qos_class(new):
         errs.append(
