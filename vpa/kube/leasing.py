@@ -383,9 +383,13 @@ class LeaderElector:
         try:
             await self.acquire()
         except asyncio.CancelledError:
-            if self._write_unanswered and self._release_on_cancel:
-                self._write_unanswered = False
-                await self.release(unconfirmed=True)
+            # Cancelled mid-campaign we may hold the lease all the same: a write sent but unanswered, or a
+            # write answered in the very iteration the cancellation arrived (its result then never reaches
+            # us, but `_observed` has it). `release` asks the server in the first case and checks what we
+            # observed in the second.
+            if self._release_on_cancel:
+                unconfirmed, self._write_unanswered = self._write_unanswered, False
+                await self.release(unconfirmed=unconfirmed)
             raise
         lead_task = asyncio.ensure_future(lead())
         renew_task = asyncio.ensure_future(self._renew_until_lost())

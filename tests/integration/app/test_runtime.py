@@ -255,7 +255,8 @@ async def test_vpa_run_process_stops_cleanly_on_sigterm(cluster: SimClusterType)
         assert b'"event":"vpa stopped"' in stderr
         lease = _lease(cluster, "vpa-updater")
         assert lease is not None
-        assert not lease["spec"].get("holderIdentity")
+        elections = stderr.decode().splitlines()
+        assert not lease["spec"].get("holderIdentity"), "\n".join(elections[-25:])
     finally:
         if proc.returncode is None:
             proc.kill()

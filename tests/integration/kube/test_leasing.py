@@ -349,3 +349,37 @@ async def test_campaign_cancelled_after_an_unanswered_grant_releases(
         await a.stop()
         assert not a.elector.is_leader
         assert lease_spec(cluster)["holderIdentity"] == ""
+
+
+class _CancelledAsAnswered:
+    """A client that cancels the campaigning task in the very iteration its lease write is answered: the
+    grant completes, but the task wakes to its cancellation instead of the result (a SIGTERM that lands
+    just as the API server answers)."""
+
+    def __init__(self, client: KubeClient, candidate: Candidate) -> None:
+        self._client = client
+        self._candidate = candidate
+        self.cancelled = False
+
+    async def request_json(self, method: str, path: str, **kwargs: object) -> object:
+        answer = await self._client.request_json(method, path, **kwargs)  # type: ignore[arg-type]
+        if method in ("POST", "PUT") and not self.cancelled:
+            assert self._candidate.task is not None
+            self._candidate.task.cancel()
+            self.cancelled = True
+        return answer
+
+
+async def test_campaign_cancelled_as_its_grant_is_answered_releases(
+    cluster: SimCluster, clock: VirtualClock
+) -> None:
+    async with candidates(cluster, clock, "a") as (a,):
+        a.elector._client = _CancelledAsAnswered(a.client, a)  # type: ignore[assignment]
+        a.start()
+        assert a.task is not None
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.wait_for(a.task, 10)
+        assert a.task.cancelled()
+        assert not a.elector.is_leader
+        assert a.started_at == []  # never led
+        assert lease_spec(cluster)["holderIdentity"] == ""  # the grant it never saw is handed back
