@@ -186,3 +186,36 @@ def test_examples_apply_for_real(sim: Cluster, namespace: str, manifest: str) ->
     sim.kubectl("apply", "-n", namespace, "-f", str(path))
     names = sim.kubectl("get", "-n", namespace, "-f", str(path), "-o", "name").stdout.split()
     assert names, manifest
+
+
+# Containers that fit any node, a pod-level request that fits none: the scheduler fits the pod-level value.
+POD_LEVEL_TOO_BIG = """
+apiVersion: v1
+kind: Pod
+metadata:
+  name: pod-level-too-big
+spec:
+  resources:
+    requests:
+      cpu: "100"
+  containers:
+  - name: app
+    image: registry.k8s.io/pause:3.10
+    resources:
+      requests:
+        cpu: 100m
+"""
+
+
+def test_the_scheduler_fits_a_pods_pod_level_request(sim: Cluster, namespace: str) -> None:
+    sim.apply(POD_LEVEL_TOO_BIG, namespace)
+
+    def scheduled_condition() -> dict[str, Any] | None:
+        pod = sim.get_json("pod", "pod-level-too-big", "-n", namespace)
+        conds = (pod.get("status") or {}).get("conditions") or []
+        return next((c for c in conds if c.get("type") == "PodScheduled"), None)
+
+    cond = sim.wait_for("the scheduler's verdict", scheduled_condition, timeout_s=60)
+    assert cond["status"] == "False", cond
+    assert cond["reason"] == "Unschedulable", cond
+    assert "Insufficient cpu" in cond["message"], cond

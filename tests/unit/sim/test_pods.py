@@ -109,6 +109,20 @@ EFFECTIVE_CASES = [
         (150, 0),
     ),
     ("overhead-adds", pod(c(req={"cpu": "100m"}), overhead={"cpu": "10m"}), (110, 0)),
+    (
+        "pod-level-request-stands-for-its-resource",
+        pod(
+            c("a", req={"cpu": "100m", "memory": "64Mi"}),
+            c("b", req={"cpu": "100m"}),
+            resources={"requests": {"cpu": "1"}, "limits": {"cpu": "2"}},
+        ),
+        (1000, 64 * 2**20),
+    ),
+    (
+        "pod-level-request-plus-overhead",
+        pod(c(req={"cpu": "100m"}), resources={"requests": {"memory": "1Gi"}}, overhead={"memory": "1Mi"}),
+        (100, 2**30 + 2**20),
+    ),
 ]
 
 
@@ -117,6 +131,11 @@ EFFECTIVE_CASES = [
 )
 def test_effective_requests(p: dict[str, Any], expected: tuple[int, int]) -> None:
     assert pods.effective_requests(p["spec"]) == expected
+
+
+def test_effective_requests_without_pod_level_is_the_containers_aggregate() -> None:
+    spec = pod(c("a", req={"cpu": "100m"}), c("b", req={"cpu": "200m"}), resources={"requests": {"cpu": "1"}})
+    assert pods.effective_requests(spec["spec"], pod_level=False) == (300, 0)
 
 
 def running(p: dict[str, Any]) -> dict[str, Any]:

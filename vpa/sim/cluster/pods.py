@@ -165,13 +165,19 @@ def _safe_quantity(raw: object) -> Quantity | None:
 
 
 def effective_requests(
-    spec: Mapping[str, Any], *, containers_override: Iterable[Mapping[str, int]] | None = None
+    spec: Mapping[str, Any],
+    *,
+    containers_override: Iterable[Mapping[str, int]] | None = None,
+    pod_level: bool = True,
 ) -> tuple[int, int]:
     """(cpu millicores, memory bytes) a pod needs on a node, as `resource.PodRequests` computes it.
 
     Regular containers and sidecars add up; a non-restartable init container needs its own request plus the
     sidecars started before it, and the pod needs the maximum of the two. `containers_override` replaces the
-    regular containers' requests (the kubelet's allocated amounts) in spec order.
+    regular containers' requests (the kubelet's allocated amounts) in spec order. With `pod_level` (what the
+    scheduler and kubelet use), a pod-level request in `spec.resources` stands for that resource instead of
+    the containers' aggregate (PodLevelResources); without it, the containers' aggregate is returned (what
+    validation and defaulting compare the pod-level values with).
     """
     regular = [container_amounts(c, "requests") for c in spec.get("containers") or []]
     if containers_override is not None:
@@ -191,7 +197,18 @@ def effective_requests(
     overhead = spec.get("overhead") or {}
     ov_cpu = amount(CPU, overhead[CPU]) if CPU in overhead else 0
     ov_mem = amount(MEMORY, overhead[MEMORY]) if MEMORY in overhead else 0
-    return max(cpu + side_cpu, init_cpu) + ov_cpu, max(mem + side_mem, init_mem) + ov_mem
+    need_cpu, need_mem = max(cpu + side_cpu, init_cpu), max(mem + side_mem, init_mem)
+    if pod_level and isinstance(spec.get("resources"), Mapping):
+        pod = container_amounts(spec, "requests")
+        need_cpu = pod.get(CPU, need_cpu)
+        need_mem = pod.get(MEMORY, need_mem)
+    return need_cpu + ov_cpu, need_mem + ov_mem
+
+
+def containers_aggregate(spec: Mapping[str, Any]) -> dict[str, int]:
+    """The containers' aggregate request per resource, without overhead or pod-level values: what
+    pod-level `spec.resources` is defaulted from and validated against."""
+    return dict(zip(COMPUTE, effective_requests({**spec, "overhead": None}, pod_level=False), strict=True))
 
 
 # --- defaulting ---------------------------------------------------------------------------------------------
@@ -232,7 +249,7 @@ def _default_pod_requests(spec: dict[str, Any]) -> None:
         return
     requests = resources.get("requests")
     merged = dict(requests) if isinstance(requests, dict) else {}
-    aggregate = dict(zip(COMPUTE, effective_requests({**spec, "overhead": None}), strict=True))
+    aggregate = containers_aggregate(spec)
     for name, value in limits.items():
         if name in COMPUTE and name not in merged:
             need = aggregate[name]
@@ -448,7 +465,7 @@ def validate_pod_level_resources(spec: Mapping[str, Any]) -> list[FieldError]:
     as the scheduler counts them), and no container limit above the pod-level limit."""
     errs: list[FieldError] = []
     pod = spec.get("resources") or {}
-    aggregate = dict(zip((CPU, MEMORY), effective_requests({**spec, "overhead": None}), strict=True))
+    aggregate = containers_aggregate(spec)
     for name, raw in resource_list(pod, "requests").items():
         if name not in COMPUTE or not aggregate.get(name):
             continue
