@@ -166,6 +166,34 @@ def test_capped_to_the_largest_node_the_recreated_pods_run(
     assert events_for(sim, namespace, "CappedToLargestNode")
 
 
+def test_capped_to_the_largest_node_a_min_allowed_no_node_holds_does_not_strand_pods(
+    sim: Cluster, vpa_run: VpaRunFactory, namespace: str
+) -> None:
+    """minAllowed of 100 cores: the recommender caps it to a node, and neither the webhook nor the updater
+    lifts it back (the webhook used to apply minAllowed again and leave every recreated pod Pending)."""
+    sim.require_sim("needs nodes of a known size (the suite's two 4-CPU nodes)")
+    vpa_run(extra=["--cap-to-largest-node=true"])
+    sim.apply_file("hamster.yaml", namespace)
+    pods = sim.wait_for("two running pods", lambda: pods_when(sim, namespace, 2))
+    uids = {p["metadata"]["uid"] for p in pods}
+    sim.apply(RECREATE_TOO_BIG, namespace)
+
+    def replaced_and_running() -> list[dict[str, Any]] | None:
+        current = pods_when(sim, namespace, 2)
+        if not current or {p["metadata"]["uid"] for p in current} & uids:
+            return None
+        return current
+
+    fresh = sim.wait_for("both pods recreated at node size, running", replaced_and_running, timeout_s=180)
+    for pod in fresh:
+        assert pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "4"
+    # Settled: no further evictions for not reaching minAllowed.
+    evicted = len(events_for(sim, namespace, "EvictedByVPA"))
+    sim.let_time_pass(10 * 60)
+    assert {p["metadata"]["uid"] for p in live_pods(sim, namespace)} == {p["metadata"]["uid"] for p in fresh}
+    assert len(events_for(sim, namespace, "EvictedByVPA")) == evicted
+
+
 def test_the_vpa_crds_and_every_documented_example_are_accepted(sim: Cluster, namespace: str) -> None:
     # The CRDs the cluster was started with are the project's own; applying them again changes nothing.
     crds = REPO / "vpa" / "crds" / "vpa-v1.yaml"

@@ -84,6 +84,7 @@ from vpa.model.resources import CPU, MEMORY
 from vpa.model.selector import Selector
 from vpa.model.settings import CommonSettings, RecommenderSettings
 from vpa.model.vpa import (
+    CAPPED_TO_NODE_CONDITION,
     DEFAULT_RECOMMENDER_NAME,
     Condition,
     ConditionType,
@@ -111,7 +112,7 @@ NO_PODS_MATCHED_REASON: Final = "NoPodsMatched"
 NO_PODS_MATCHED_MESSAGE: Final = "No pods match this VPA object"
 # Conditions and event reasons of our own (upstream has none for these): each condition is True while the
 # situation lasts and removed when it ends; its Warning event is sent when it appears or its message changes.
-CAPPED_TO_NODE: Final = "CappedToNode"
+CAPPED_TO_NODE: Final = CAPPED_TO_NODE_CONDITION
 CAPPED_TO_NODE_REASON: Final = "CappedToLargestNode"
 CONFLICTING_VPA: Final = "ConflictingVPA"
 CONFLICTING_VPA_REASON: Final = "ConflictingVPA"

@@ -37,6 +37,7 @@ from vpa.model.limitrange import LimitRangeItemView
 from vpa.model.pod import PodView
 from vpa.model.resources import CPU, MEMORY, Resources
 from vpa.model.vpa import (
+    CAPPED_TO_NODE_CONDITION,
     ContainerResourcePolicy,
     ControlledValues,
     RecommendedContainerResources,
@@ -317,6 +318,14 @@ def cap_pod_recommendations(
         )
     if not any(work.recommended for work in containers):
         return (None,) * len(pod.containers)
+    # Capped to the largest node (`--cap-to-largest-node`): the policy and LimitRanges applied again here
+    # may lower the published values but never lift them back above what a node can hold (a `minAllowed`
+    # bigger than any node would otherwise leave every recreated pod Pending, and the updater evicting
+    # pods for not reaching it).
+    capped_condition = vpa.status.condition(CAPPED_TO_NODE_CONDITION)
+    node_capped = None
+    if capped_condition is not None and capped_condition.status == "True":
+        node_capped = recommendation
     if limits.pod is not None:
         apply_pod_limit_range(containers, limits.pod, bounds=bounds)
     out: list[CappedRecommendation | None] = []
@@ -333,6 +342,13 @@ def cap_pod_recommendations(
         if bounds:
             _cap_container(work.lower, work, limits.container, requests_only, None)
             _cap_container(work.upper, work, limits.container, requests_only, None)
+        if node_capped is not None:
+            published = node_capped.for_container(work.name)
+            if published is not None:
+                _at_most(work.target, published.target)
+                if bounds:
+                    _at_most(work.lower, published.lower_bound)
+                    _at_most(work.upper, published.upper_bound)
         out.append(
             CappedRecommendation(
                 target=_resources(work.target),
@@ -342,6 +358,14 @@ def cap_pod_recommendations(
             )
         )
     return tuple(out)
+
+
+def _at_most(amounts: Amounts, ceiling: Resources) -> None:
+    """Lower each amount to `ceiling`'s value for that resource, where both are set."""
+    for r, cap in enumerate(_amounts(ceiling)):
+        value = amounts[r]
+        if value is not None and cap is not None and value > cap:
+            amounts[r] = cap
 
 
 def container_limits(

@@ -106,6 +106,11 @@ class ConditionType(enum.StrEnum):
     CONFIG_UNSUPPORTED = "ConfigUnsupported"
 
 
+CAPPED_TO_NODE_CONDITION: Final = "CappedToNode"
+"""Ours (`--cap-to-largest-node`): True while the published recommendation is capped to fit the largest
+schedulable node. Admission and the updater then never lift values above the published ones."""
+
+
 # --- spec ---------------------------------------------------------------------------------------------------
 
 

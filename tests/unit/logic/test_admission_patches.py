@@ -775,3 +775,45 @@ def test_hostile_quantity_grid_never_emits_an_invalid_value(
     for options in (DEFAULT_OPTIONS, BOOST):
         ops = patch_for(raw_pod, HOSTILE_VPA, options=options)
         _emitted_values_are_valid(ops)
+
+
+# --- --cap-to-largest-node: the policy applied again never lifts a node-capped recommendation -------------
+
+NODE_CAPPED = {"type": "CappedToNode", "status": "True", "reason": "CappedToLargestNode",
+               "message": "pod total capped to the allocatable of node n1: cpu 100 → 4",
+               "lastTransitionTime": "2026-11-25T00:00:00Z"}
+HUGE_MIN = {"containerName": "app", "minAllowed": {"cpu": "100"}, "maxAllowed": {"memory": "1G"}}
+
+
+@pytest.mark.parametrize(
+    ("conditions", "published_memory", "expected_cpu", "expected_memory"),
+    [
+        # What upstream does (and we do without the cap): minAllowed wins, the pod fits no node.
+        ([], "512Mi", 100_000, 512 * 2**20),
+        ([{**NODE_CAPPED, "status": "False"}], "512Mi", 100_000, 512 * 2**20),
+        # Capped: the published (node-sized) target stands; the policy may still lower a value.
+        ([NODE_CAPPED], "512Mi", 4000, 512 * 2**20),
+        ([NODE_CAPPED], "2Gi", 4000, 10**9),
+    ],
+    ids=["no-condition", "condition-false", "capped", "capped-max-still-lowers"],
+)
+def test_node_capped_recommendation_is_not_lifted_by_the_policy(
+    conditions: list[JSON], published_memory: str, expected_cpu: int, expected_memory: int
+) -> None:
+    raw_pod = admission_pod(container(cpu_request="1", memory_request="256Mi"))
+    published = make_recommendation(
+        "app",
+        target={"cpu": "4", "memory": published_memory},
+        lower_bound={"cpu": "2", "memory": published_memory},
+        upper_bound={"cpu": "4", "memory": published_memory},
+    )
+    raw_vpa = vpa_json(published, policies=[HUGE_MIN], conditions=conditions)
+    pod, vpa = pod_from_dict(raw_pod), vpa_from_dict(raw_vpa)
+    [result] = container_resources_for_pod(pod, vpa, NO_LIMITS)
+    assert (result.requests.cpu_millicores, result.requests.memory_bytes) == (expected_cpu, expected_memory)
+    # The updater's view (bounds included) agrees, so it never evicts a pod for not reaching minAllowed.
+    [capped] = cap_pod_recommendations(pod, vpa, NO_LIMITS)
+    assert capped is not None
+    assert capped.target.cpu_millicores == expected_cpu
+    assert capped.lower_bound.cpu_millicores == (2000 if expected_cpu == 4000 else 100_000)
+    assert capped.upper_bound.cpu_millicores == expected_cpu
