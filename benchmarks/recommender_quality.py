@@ -1,7 +1,8 @@
 """Evaluation: recommendation quality of every built-in recommender (`vpa replay --evaluate`'s numbers).
 
 Run: `python -m benchmarks.recommender_quality [--trace PATH] [--vms N] [--every SECONDS] [--closed-loop]
-[--html PATH] [--synthetic-only]`. Two parts:
+[--html PATH] [--synthetic-only] [--sweep]`. Two parts (`--sweep` instead runs only `moving-window`
+parameter variants on the trace's tuning split, to show the slack/OOM trade-off around its defaults):
 
 - the development half of the Bitbrains "Rnd" trace, read from `../shared/traces/bitbrains_rnd_dev.parquet`
   next to the repository (or `--trace`), converted in memory as `benchmarks.replay_bitbrains` does; skipped
@@ -29,10 +30,11 @@ import time
 from pathlib import Path
 
 from benchmarks.replay_bitbrains import DEFAULT_TRACE, load
-from vpa.evaluate import Evaluation, evaluate, render_html
+from vpa.evaluate import Evaluation, evaluate, evaluate_one, render_html
 from vpa.logic.cost_aware import BUILTIN_RECOMMENDERS
-from vpa.logic.estimation import per_pod_minimum
+from vpa.logic.estimation import PercentilePodRecommender, PodRecommender, per_pod_minimum
 from vpa.logic.evaluation import DAY_S, p95
+from vpa.logic.moving_window import MovingWindowConfig, MovingWindowPodRecommender
 from vpa.logic.recommending import RecommenderConfig
 from vpa.replay import Trace
 
@@ -150,6 +152,38 @@ def check_target(result: Evaluation, candidate: str = "moving-window") -> list[s
     return misses
 
 
+SWEEP: dict[str, MovingWindowConfig] = {
+    "chosen": MovingWindowConfig(),
+    "margins 1.0": MovingWindowConfig(min_margin=1.0, daily_margin=1.0, level_margin=1.0),
+    "margins 1.0, q .95": MovingWindowConfig(min_margin=1.0, max_margin=1.5, margin_quantile=0.95,
+                                             daily_margin=1.0, level_margin=1.0, level_quantile=0.95),
+    "decrease any time": MovingWindowConfig(decrease_interval_s=300.0),
+}
+"""`moving-window` parameter variants for `--sweep`: the slack/OOM trade-off around the chosen point."""
+
+
+def select_split(trace: Trace, part: int) -> Trace:
+    """The rows of the VMs whose id is `part` modulo 4."""
+    keep = [i for i, key in enumerate(trace.containers) if int(key[2:]) % 4 == part]
+    return Trace([trace.timestamps[i] for i in keep], [trace.containers[i] for i in keep],
+                 [trace.cpu_cores[i] for i in keep], [trace.memory_bytes[i] for i in keep],
+                 [trace.oom[i] for i in keep])
+
+
+def sweep(trace: Trace, config: RecommenderConfig, every: float) -> None:
+    """Upstream's and each `SWEEP` variant on the tuning split (id ≡ 1 mod 4) only."""
+    tune = select_split(trace, 1)
+    print(f"  sweep on the tuning split ({len(set(tune.containers))} VMs):")
+    print(f"  {'variant':<22}{'key-days':>8}{'mem slack':>10}{'OOM/day':>9}{'thr/day':>9}{'updates':>9}")
+    runs: list[tuple[str, PodRecommender]] = [("default", PercentilePodRecommender(config.estimation))]
+    runs += [(label, MovingWindowPodRecommender(config.estimation, window))
+             for label, window in SWEEP.items()]
+    for label, algorithm in runs:
+        s = evaluate_one(tune, label, config, every, plot_keys=0, algorithm=algorithm).summary
+        print(f"  {label:<22}{s.days:>8}{s.memory_slack or 0:>10.3f}{s.oom_proxies_per_day:>9.3f}"
+              f"{s.throttle_proxies_per_day:>9.3f}{s.updates:>9}", flush=True)
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.recommender_quality")
     parser.add_argument("--trace", type=Path, default=DEFAULT_TRACE)
@@ -158,7 +192,15 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--closed-loop", action="store_true")
     parser.add_argument("--html", type=Path, default=None, help="write the trace's HTML report here")
     parser.add_argument("--synthetic-only", action="store_true")
+    parser.add_argument("--sweep", action="store_true",
+                        help="only: moving-window parameter variants on the trace's tuning split")
     args = parser.parse_args(argv)
+    if args.sweep:
+        if not args.trace.is_file():
+            print(f"  bitbrains: trace not found at {args.trace}; skipped")
+            return 0
+        sweep(load(args.trace, args.vms)[0], RecommenderConfig(), args.every)
+        return 0
     config = RecommenderConfig()
     names = BUILTIN_RECOMMENDERS  # default first
     print(f"recommendation quality (recomputed every {args.every:g} s"
