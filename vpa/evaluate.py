@@ -21,6 +21,7 @@ from typing import Final, TextIO
 import orjson
 
 from vpa.logic.cost_aware import BUILTIN_RECOMMENDERS
+from vpa.logic.estimation import PodRecommender
 from vpa.logic.evaluation import KeyScore, Scorer, Summary
 from vpa.logic.recommending import RecommenderConfig
 from vpa.model.settings import ReplaySettings
@@ -60,11 +61,13 @@ class Evaluation:
 
 
 def evaluate_one(trace: Trace, name: str, config: RecommenderConfig, interval_s: float,
-                 closed_loop: bool = False, plot_keys: int = PLOT_KEYS) -> RecommenderEvaluation:
-    """Replay `trace` through the recommender `name`, recomputing every `interval_s` from the first row."""
+                 closed_loop: bool = False, plot_keys: int = PLOT_KEYS,
+                 algorithm: PodRecommender | None = None) -> RecommenderEvaluation:
+    """Replay `trace` through the recommender `name`, recomputing every `interval_s` from the first row.
+    `algorithm`, when given, is replayed under the label `name` instead of the built-in of that name."""
     if not interval_s > 0:
         raise ValueError(f"interval must be greater than 0, got {interval_s}")
-    replayer = Replayer(config, name)
+    replayer = Replayer(config, name, algorithm)
     scorer = Scorer()
     plotted = set(sorted(set(trace.containers))[:plot_keys])
     plots = {key: PlotSeries() for key in sorted(plotted)}

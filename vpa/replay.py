@@ -32,6 +32,7 @@ import yaml
 
 from vpa.logic.aggregation import ContainerState, OomRejected
 from vpa.logic.cost_aware import BUILTIN_RECOMMENDERS, pod_recommender_for
+from vpa.logic.estimation import PodRecommender
 from vpa.logic.recommender_cluster import ContainerId, PodId
 from vpa.logic.recommender_numerics import cpu_amount_from_cores
 from vpa.logic.recommending import RecommenderConfig, RecommenderCore
@@ -322,8 +323,11 @@ class ReplayStats:
 class Replayer:
     """Feeds trace rows to a `RecommenderCore` and asks it for recommendations at given times."""
 
-    def __init__(self, config: RecommenderConfig, recommender: str = DEFAULT_RECOMMENDER_NAME) -> None:
-        self.core = RecommenderCore(config, pod_recommender_for(recommender, config.estimation))
+    def __init__(self, config: RecommenderConfig, recommender: str = DEFAULT_RECOMMENDER_NAME,
+                 algorithm: PodRecommender | None = None) -> None:
+        """`algorithm`, when given, replaces the built-in one `recommender` names (parameter studies)."""
+        self.core = RecommenderCore(config, algorithm if algorithm is not None
+                                    else pod_recommender_for(recommender, config.estimation))
         self._containers: dict[str, ContainerState] = {}
         self.stats = ReplayStats()
 

@@ -57,6 +57,20 @@ def test_every_builtin_recommender_is_scored() -> None:
     assert steady["cost-aware"].cpu_slack == steady["default"].cpu_slack
 
 
+def test_moving_window_follows_a_step_within_an_interval() -> None:
+    """Recomputed every 5 minutes, `moving-window` covers the step to 2 GiB one sample after it (one OOM
+    proxy); on the steady key it leaves less slack than upstream's 15% margin; CPU is upstream's; every
+    change of target counts as an update."""
+    result = evaluate(trace(), ("default", "moving-window"), RecommenderConfig(), 300.0)
+    grows = {r.name: r.keys[0] for r in result.recommenders}
+    steady = {r.name: r.keys[1] for r in result.recommenders}
+    assert grows["moving-window"].oom_proxies == 1
+    assert steady["moving-window"].oom_proxies == 0
+    assert (steady["moving-window"].memory_slack or 1) < (steady["default"].memory_slack or 0)
+    assert steady["moving-window"].cpu_slack == steady["default"].cpu_slack
+    assert grows["moving-window"].updates >= 2  # up to 2 GiB, and the hand-over from upstream's estimate
+
+
 def test_closed_loop_feeds_oom_proxies_back() -> None:
     open_loop = evaluate(trace(), ("default",), RecommenderConfig(), 3600.0)
     closed = evaluate(trace(), ("default",), RecommenderConfig(), 3600.0, closed_loop=True)
@@ -98,7 +112,7 @@ def _cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str,
 
 
 def test_list_recommenders_prints_one_name_per_line(capsys: pytest.CaptureFixture[str]) -> None:
-    assert _cli(["--list-recommenders"], capsys) == (0, "default\ncost-aware\n", "")
+    assert _cli(["--list-recommenders"], capsys) == (0, "default\ncost-aware\nmoving-window\n", "")
 
 
 def test_replay_with_a_named_recommender(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -122,7 +136,7 @@ def test_evaluate_through_the_cli(tmp_path: Path, capsys: pytest.CaptureFixture[
 
 @pytest.mark.parametrize(("argv", "message"), [
     (["t.csv", "--recommender=nope"],
-     "--recommender: unknown recommender 'nope' (built-in: default, cost-aware)"),
+     "--recommender: unknown recommender 'nope' (built-in: default, cost-aware, moving-window)"),
     (["t.csv", "--output=html"], "--output html needs --evaluate"),
     (["t.csv", "--closed-loop"], "--closed-loop needs --evaluate"),
     (["t.csv", "--evaluate", "--at=5"], "--at does not apply to --evaluate"),
@@ -164,12 +178,12 @@ def test_html_report_renders_in_a_headless_browser(tmp_path: Path) -> None:
     dom = subprocess.run([*flags, "--dump-dom", page.as_uri()], capture_output=True, text=True,
                          timeout=120, check=True).stdout
     # The browser parsed the page into a DOM with the summary rows and the SVG plots drawn from points.
-    assert dom.count('class="summary"') == 2
+    assert dom.count('class="summary"') == 3  # every built-in recommender
     assert len(re.findall(r"<svg[^>]*class=\"chart\"", dom)) == 5
     points = re.findall(r'<polyline[^>]*points="([^"]+)"', dom)
     assert points
     assert all(len(p.split()) >= 2 for p in points)
-    assert dom.count('class="point"') == 2
+    assert dom.count('class="point"') == 3
     shot = tmp_path / "report.png"
     subprocess.run([*flags, f"--screenshot={shot}", "--window-size=900,1400", page.as_uri()],
                    capture_output=True, timeout=120, check=True)

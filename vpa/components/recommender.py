@@ -674,7 +674,8 @@ class Recommender:
 
     def reset(self) -> None:
         """Forget everything learnt (a new leader term starts from checkpoints, as a new process would)."""
-        # The algorithm follows this recommender's name (`cost-aware`, else upstream's): vpa.logic.cost_aware.
+        # The algorithm follows this recommender's name (`cost-aware`, `moving-window`, else upstream's):
+        # vpa.logic.cost_aware.pod_recommender_for.
         self.core = RecommenderCore(self._config, pod_recommender_for(self.settings.recommender_name,
                                                                       self._config.estimation))
         self._tracked: dict[tuple[str, str], _TrackedVpa] = {}

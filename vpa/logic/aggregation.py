@@ -3,7 +3,8 @@
 Owns: `AggregationConfig` (histogram half-lives, memory aggregation interval and count, OOM bump
 defaults) and the per-container override from a VPA container policy when `PerVPAConfig` is on;
 `AggregateContainerState` (decaying CPU histogram, decaying memory-peak histogram, first/last CPU sample
-time, CPU sample count, creation time, merging); `ContainerState` (one running container: CPU
+time, CPU sample count, creation time, merging, and — only for an algorithm that asks for it — recent
+usage slot peaks, `vpa.logic.recent_usage`); `ContainerState` (one running container: CPU
 de-duplication, one memory peak per aggregation interval with upstream's window rules, OOM bumps).
 
 Must not: hold cluster-wide maps (see `recommender_cluster`), read the clock, log, or emit metrics.
@@ -21,6 +22,7 @@ from vpa.logic.histogram import (
     MIN_SAMPLE_WEIGHT,
     DecayingHistogram,
 )
+from vpa.logic.recent_usage import RecentUsage
 from vpa.logic.recommender_numerics import (
     amount_from_float,
     cores_from_cpu_amount,
@@ -57,6 +59,15 @@ class AggregationConfig:
     memory_histogram_decay_half_life_s: float = DAY_S
     defaults: ContainerAggregationSettings = ContainerAggregationSettings()
     per_vpa_config: bool = False  # feature gate PerVPAConfig
+    # Recent memory usage per aggregate (slot peaks over a window), kept only for an algorithm that reads
+    # it (`moving-window`); 0 keeps none, as upstream.
+    recent_usage_slot_s: float = 0.0
+    recent_usage_window_s: float = 0.0
+    recent_usage_lookback_slots: int = 12
+
+    @property
+    def tracks_recent_usage(self) -> bool:
+        return self.recent_usage_window_s > 0
 
     def settings_for(self, policy: ContainerResourcePolicy | None) -> ContainerAggregationSettings:
         """The container policy's `oomBumpUpRatio`, `oomMinBumpUp` and `memoryAggregationInterval*`
@@ -96,6 +107,7 @@ class AggregateContainerState:
         "last_recommendation",
         "last_sample_start",
         "memory",
+        "recent",
         "scaling_mode",
         "settings",
         "total_samples_count",
@@ -107,6 +119,11 @@ class AggregateContainerState:
                  settings: ContainerAggregationSettings | None = None) -> None:
         self.cpu = DecayingHistogram(CPU_HISTOGRAM_OPTIONS, config.cpu_histogram_decay_half_life_s)
         self.memory = DecayingHistogram(MEMORY_HISTOGRAM_OPTIONS, config.memory_histogram_decay_half_life_s)
+        # Not checkpointed: refills from new samples after a restart (vpa.logic.recent_usage).
+        self.recent: RecentUsage | None = (
+            RecentUsage(config.recent_usage_slot_s, config.recent_usage_window_s,
+                        config.recent_usage_lookback_slots)
+            if config.tracks_recent_usage else None)
         self.first_sample_start: float | None = None
         self.last_sample_start: float | None = None
         self.total_samples_count = 0
@@ -166,6 +183,8 @@ class AggregateContainerState:
         histogram references in place (see `DecayingHistogram.merge_decaying`)."""
         self.cpu.merge_decaying(other.cpu)
         self.memory.merge_decaying(other.memory)
+        if self.recent is not None and other.recent is not None:
+            self.recent.merge(other.recent)
         if self.first_sample_start is None or (
                 other.first_sample_start is not None and other.first_sample_start < self.first_sample_start):
             self.first_sample_start = other.first_sample_start
@@ -178,6 +197,7 @@ class AggregateContainerState:
         clone = AggregateContainerState.__new__(AggregateContainerState)
         clone.cpu = self.cpu.copy()
         clone.memory = self.memory.copy()
+        clone.recent = None if self.recent is None else self.recent.copy()
         clone.first_sample_start = self.first_sample_start
         clone.last_sample_start = self.last_sample_start
         clone.total_samples_count = self.total_samples_count
@@ -221,11 +241,14 @@ class ContainerState:
     """
 
     __slots__ = ("aggregate", "last_cpu_sample_start", "last_memory_sample_start", "memory_peak", "oom_peak",
-                 "request_cpu_millicores", "request_memory_bytes", "window_end")
+                 "request_cpu_millicores", "request_memory_bytes", "track_recent", "window_end")
 
     def __init__(self, aggregate: AggregateLookup, request_cpu_millicores: int | None = None,
-                 request_memory_bytes: int | None = None) -> None:
+                 request_memory_bytes: int | None = None, track_recent: bool = False) -> None:
         self.aggregate = aggregate
+        # Also feed every accepted memory sample (an OOM as its bumped amount) to the aggregate's recent
+        # usage; off for upstream's algorithm, whose sample path stays exactly upstream's.
+        self.track_recent = track_recent
         self.request_cpu_millicores = request_cpu_millicores
         self.request_memory_bytes = request_memory_bytes
         self.last_cpu_sample_start: float | None = None
@@ -260,6 +283,10 @@ class ContainerState:
             return False
         if not is_oom:
             self.last_memory_sample_start = timestamp
+        if self.track_recent:
+            recent = self.aggregate(timestamp).recent
+            if recent is not None:
+                recent.add(usage_bytes, timestamp)
         if self.window_end is None:
             self.window_end = timestamp
         if timestamp < self.window_end:

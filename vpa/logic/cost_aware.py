@@ -5,7 +5,7 @@ container as the candidate limit with the lowest cost of overrun plus slack over
 decaying histogram of daily memory peaks (the idea of Autopilot's per-container model choice, EuroSys
 2020, evaluated on the distribution the recommender already keeps rather than on a replayed past);
 and `pod_recommender_for`, which maps a
-recommender name to its algorithm.
+recommender name to its algorithm (`moving-window` lives in `vpa.logic.moving_window`).
 
 The cost-aware recommender reads nothing but the aggregate state that checkpoints store (the memory-peak
 histogram and the CPU histogram), so it keeps no state of its own and survives restarts exactly as the
@@ -30,9 +30,10 @@ from vpa.logic.estimation import (
     per_pod_minimum,
 )
 from vpa.logic.histogram import Histogram
+from vpa.logic.moving_window import MovingWindowPodRecommender
 from vpa.logic.recommender_numerics import amount_from_float
 from vpa.model.resources import Resources
-from vpa.model.vpa import BUILTIN_RECOMMENDERS, COST_AWARE_RECOMMENDER_NAME
+from vpa.model.vpa import BUILTIN_RECOMMENDERS, COST_AWARE_RECOMMENDER_NAME, MOVING_WINDOW_RECOMMENDER_NAME
 
 __all__ = ["BUILTIN_RECOMMENDERS", "COST_AWARE_RECOMMENDER_NAME", "CostAwareConfig",
            "CostAwarePodRecommender", "cost_optimal_limit", "pod_recommender_for"]
@@ -115,8 +116,11 @@ class CostAwarePodRecommender:
 
 
 def pod_recommender_for(name: str, config: EstimatorConfig | None = None) -> PodRecommender:
-    """The algorithm a recommender called `name` runs: `cost-aware` for that name, upstream's for any
-    other (upstream runs its one algorithm under whatever `--recommender-name` it is given)."""
+    """The algorithm a recommender called `name` runs: `cost-aware` and `moving-window`
+    (`vpa.logic.moving_window`) for those names, upstream's for any other (upstream runs its one
+    algorithm under whatever `--recommender-name` it is given)."""
     if name == COST_AWARE_RECOMMENDER_NAME:
         return CostAwarePodRecommender(config)
+    if name == MOVING_WINDOW_RECOMMENDER_NAME:
+        return MovingWindowPodRecommender(config)
     return PercentilePodRecommender(config)

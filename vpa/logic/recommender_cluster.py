@@ -238,7 +238,8 @@ class ClusterState:
         container = pod.containers.get(container_id.container_name)
         if container is None:
             self._find_or_create_aggregate(self._key(pod, container_id.container_name), now)
-            container = ContainerState(_AggregateLookup(self, pod, container_id.container_name))
+            container = ContainerState(_AggregateLookup(self, pod, container_id.container_name),
+                                       track_recent=self.config.tracks_recent_usage)
             pod.containers[container_id.container_name] = container
             if self._pending_peaks:
                 self._adopt_peak(pod, container_id.container_name, container, now)

@@ -13,10 +13,11 @@ Must not: call the API, read the clock, log, or emit metrics; the loop does thos
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from vpa.logic.aggregation import AggregateContainerState, AggregationConfig, ContainerAggregationSettings
 from vpa.logic.estimation import EstimatorConfig, PercentilePodRecommender, PodRecommender
+from vpa.logic.moving_window import MovingWindowPodRecommender
 from vpa.logic.postprocessing import PostProcessingConfig, post_process
 from vpa.logic.recommender_cluster import ClusterState
 from vpa.model.resources import MEMORY, Resources
@@ -113,6 +114,9 @@ class RecommenderCore:
     def __init__(self, config: RecommenderConfig | None = None,
                  recommender: PodRecommender | None = None) -> None:
         self.config = config if config is not None else RecommenderConfig()
+        if isinstance(recommender, MovingWindowPodRecommender):
+            # Its aggregates also keep recent usage (not checkpointed; vpa.logic.recent_usage).
+            self.config = replace(self.config, aggregation=recommender.aggregation(self.config.aggregation))
         self.cluster = ClusterState(self.config.aggregation)
         self.recommender: PodRecommender = (
             recommender if recommender is not None else PercentilePodRecommender(self.config.estimation))

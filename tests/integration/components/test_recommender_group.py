@@ -138,3 +138,39 @@ async def test_cost_aware_recommender_selected_by_spec_recommenders() -> None:
         states = cost_aware.core.cluster.merged_states("default", "lean")
         assert list(states) == ["app"]
         assert cost_aware.core.recommender.recommend(states)["app"].target.memory_bytes == 1077095457
+
+
+async def test_moving_window_recommender_selected_by_spec_recommenders() -> None:
+    """`spec.recommenders: [moving-window]` gets the moving-window algorithm: on a constant 1 GiB, after
+    an hour of samples, the level model (1 GiB × 1.1 on the next 10% step, 1212435419 bytes) instead of
+    upstream's 1 GiB bucket + 15% (1238659775), memory bounds equal to the target, CPU and status shape
+    as upstream's, the same checkpoints. A new term restores the checkpoints and, while recent usage
+    (kept in memory only) refills, gives upstream's recommendation; two hours of new samples later (an
+    hour, and a jump measurable before the current hour), its own again."""
+    flags = dataclasses.replace(RecommenderSettings(), recommender_name="default,moving-window")
+    async with harness() as h:
+        for name in ("web", "lean"):
+            await create(h, "deployments.apps", deployment(name, CYCLIC))
+        await create(h, VPAS, vpa("web"))
+        await create(h, VPAS, vpa("lean", recommenders=["moving-window"]))
+        group = group_of(h, flags)
+        await group.restore()
+        await run_group(h, group, 2 * 3600)
+        web, lean = recommendation(h.vpa("web")), recommendation(h.vpa("lean"))
+        assert web["target"]["memory"] == "1238659775"
+        assert lean["target"]["memory"] == "1212435419"
+        assert lean["lowerBound"]["memory"] == lean["upperBound"]["memory"] == lean["target"]["memory"]
+        assert web["target"]["cpu"] == lean["target"]["cpu"]
+        assert set(lean) == set(web)
+        names = sorted(c["metadata"]["name"] for c in h.cluster.store.list(CHECKPOINTS, "default"))
+        assert names == ["lean-app", "web-app"]
+
+        again = group_of(h, flags)
+        restored = await again.restore()
+        assert [r.loaded for r in restored] == [1, 1]
+        moving = again.by_name("moving-window")
+        states = moving.core.cluster.merged_states("default", "lean")
+        upstream = again.by_name("default").core.recommender.recommend(states)["app"]
+        assert moving.core.recommender.recommend(states)["app"] == upstream
+        await run_group(h, again, 2 * 3600 + 2 * STEP_S)
+        assert recommendation(h.vpa("lean"))["target"]["memory"] == "1212435419"

@@ -16,6 +16,7 @@ from vpa.logic.cost_aware import (
 )
 from vpa.logic.estimation import PercentilePodRecommender
 from vpa.logic.histogram import MEMORY_HISTOGRAM_OPTIONS, Histogram
+from vpa.logic.moving_window import MovingWindowPodRecommender
 from vpa.model.resources import CPU
 
 MIB = 1024 * 1024
@@ -106,6 +107,7 @@ def test_recommendation_survives_a_checkpoint_round_trip() -> None:
 @pytest.mark.parametrize(("name", "kind"), [
     ("default", PercentilePodRecommender),
     ("cost-aware", CostAwarePodRecommender),
+    ("moving-window", MovingWindowPodRecommender),
     ("performance", PercentilePodRecommender),  # any other name runs upstream's algorithm, as upstream does
 ])
 def test_pod_recommender_for(name: str, kind: type) -> None:
@@ -113,4 +115,4 @@ def test_pod_recommender_for(name: str, kind: type) -> None:
 
 
 def test_builtin_names_start_with_default() -> None:
-    assert BUILTIN_RECOMMENDERS == ("default", "cost-aware")
+    assert BUILTIN_RECOMMENDERS == ("default", "cost-aware", "moving-window")
