@@ -217,6 +217,9 @@ def list_items(text: str, others: dict[str, object] | None = None) -> Iterator[o
 _START, _KEY_OR_END, _KEY, _ITEMS_FIRST, _ITEM, _AFTER_ITEM, _AFTER_FIELD, _DONE = range(8)
 
 
+_NUMBER_TAIL: Final = re.compile(r"[0-9.eE+-]*")
+
+
 class _More(Exception):
     """The buffer ends inside the next token: wait for the next chunk."""
 
@@ -245,7 +248,7 @@ class ListStream:
 
     def _decode(self, index: int) -> tuple[object, int]:
         """The value starting at `index`; `_More` when it may continue in the next chunk (a value that ends
-        exactly at the end of the buffer may be a number cut short)."""
+        at the end of the buffer, or a number followed only by what could continue it, may be cut short)."""
         buf = self._buf
         try:
             value, end = _DECODER.raw_decode(buf, index)
@@ -253,8 +256,12 @@ class ListStream:
             if self._final:
                 raise
             raise _More() from None
-        if end >= len(buf) and not self._final:
-            raise _More()
+        if not self._final and (
+            end >= len(buf)
+            or (isinstance(value, int | float) and not isinstance(value, bool)
+                and _NUMBER_TAIL.fullmatch(buf, end) is not None)
+        ):
+            raise _More()  # "0." + "5" or "1" + "e3": the chunk may have cut a number short
         return value, end
 
     def _next(self) -> tuple[int, str]:

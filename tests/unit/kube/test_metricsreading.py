@@ -154,3 +154,11 @@ def test_list_stream_refuses_what_is_not_a_list_document(body: str, chunk: int) 
     raw = body.encode()
     with pytest.raises(ValueError):
         _streamed([raw[i:i + chunk] for i in range(0, len(raw), chunk)])
+
+
+@pytest.mark.parametrize("body", ['{"items": [0.1818, 1e5, -2.5E-3, 10, true, null, "x"]}'])
+def test_list_stream_waits_for_a_number_cut_at_any_byte(body: str) -> None:
+    """"0." then "1818", or "1" then "e5", is one number, whichever chunk the cut falls in."""
+    raw = body.encode()
+    for cut in range(len(raw) + 1):
+        assert _streamed([raw[:cut], raw[cut:]]) == json.loads(body)["items"], cut
