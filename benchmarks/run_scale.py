@@ -23,7 +23,10 @@ Targets (issue 12): every VPA recommended ≤ 60 s after start, no 429 storm, st
 interval, stalls ≤ 20 ms, webhook p99 ≤ 10 ms and max ≤ 20 ms, RSS ≤ 400 MiB. Loads of about 25 minutes on
 the 2-core reference machine at full scale; `--deployments 1000` runs it at a tenth.
 
-    python -m benchmarks.run_scale [--deployments 10000] [--replicas 5] [--nodes 500]
+    python -m benchmarks.run_scale [--deployments 10000] [--replicas 5] [--nodes 500] [--stalls FILE]
+
+`--stalls FILE` attributes the stalls: `vpa run --profiling` samples its event loop's stack whenever the
+loop is held over 5 ms and this benchmark saves the longest stalls with their stacks to FILE.
 """
 
 from __future__ import annotations
@@ -194,8 +197,9 @@ def _lag_window(before: str, after: str) -> tuple[int, str]:
     return over, worst
 
 
-async def run(deployments: int, replicas: int, nodes: int,
-              first_only: bool = False) -> tuple[list[tuple[str, str, str]], bool]:
+async def run(deployments: int, replicas: int, nodes: int, first_only: bool = False,
+              run_flags: tuple[str, ...] = (), stalls_out: Path | None = None,
+              ) -> tuple[list[tuple[str, str, str]], bool]:
     work = Path(tempfile.mkdtemp(prefix="vpa-bench-run-scale-"))
     kubeconfig = work / "kubeconfig"
     sim = await _spawn(
@@ -252,7 +256,7 @@ async def run(deployments: int, replicas: int, nodes: int,
         port, webhook_port = _free_port(), _free_port()
         run_proc = await _spawn(
             [sys.executable, "-m", "vpa.cli", "run", f"--kubeconfig={kubeconfig}",
-             f"--address=127.0.0.1:{port}", f"--port={webhook_port}", "--log-format=json"],
+             f"--address=127.0.0.1:{port}", f"--port={webhook_port}", "--log-format=json", *run_flags],
             work / "vpa-run.log",
         )  # fmt: skip
         started = time.monotonic()
@@ -301,6 +305,8 @@ async def run(deployments: int, replicas: int, nodes: int,
             throttled = _metric(metrics_text, "rest_client_requests_total", 'code="429"')
             requests_first = _metric(metrics_text, "rest_client_requests_total")
             rss_first = _proc_status_mib(run_proc.pid, "VmHWM")
+            if stalls_out is not None:
+                await _save_stalls(plain, port, stalls_out, "up to the first loop's end")
             if first_only:
                 rec_ok = recommended_s is not None and recommended_s <= TARGET_RECOMMENDED_S
                 rows += [
@@ -341,15 +347,26 @@ async def run(deployments: int, replicas: int, nodes: int,
             # A forced relist of every cache, with the webhook probed meanwhile.
             lag_before_relist = _metric(await scrape(), "vpa_event_loop_lag_max_seconds") * 1000
             before_relist = text["t"]
-            lists_before = _metric(before_relist, "vpa_watch_cache_events_total", 'what="relists"')
+            relists_of = {
+                cache: f'cache="{cache}",what="relists"' for cache in ("pods", "verticalpodautoscalers")}
+            lists_before = {
+                cache: _metric(before_relist, "vpa_watch_cache_events_total", labels)
+                for cache, labels in relists_of.items()
+            }
             probe.start()
+            # A write first, so that the compaction point is newer than every watch's position: a watch
+            # that a bookmark had brought up to the newest resourceVersion would otherwise resume without
+            # a 410 (the pod watch, in a quiet cluster) and not relist at all.
+            await k.call("POST", "/api/v1/namespaces/bench-0/configmaps",
+                         {"metadata": {"generateName": "relist-"}, "data": {}})
             await k.call("POST", "/sim/v1/faults/compact", {})
             await k.call("POST", "/sim/v1/faults/drop-watches", {})
             relist_started = time.monotonic()
 
-            async def relisted() -> bool:
-                relists = _metric(await scrape(), "vpa_watch_cache_events_total", 'what="relists"')
-                return relists >= lists_before + 2  # pods and VPAs at least
+            async def relisted() -> bool:  # the pods and the VPAs, at least
+                now = await scrape()
+                return all(_metric(now, "vpa_watch_cache_events_total", labels) > lists_before[cache]
+                           for cache, labels in relists_of.items())
 
             await _until("the relist", relisted, run_proc, work / "vpa-run.log", 600)
             await asyncio.sleep(3)
@@ -359,6 +376,8 @@ async def run(deployments: int, replicas: int, nodes: int,
             lag_relist = _lag_window(before_relist, text["t"])
             rss_now = _proc_status_mib(run_proc.pid, "VmRSS")
             rss_peak = _proc_status_mib(run_proc.pid, "VmHWM")
+            if stalls_out is not None:
+                await _save_stalls(plain, port, stalls_out, "up to the relist's end")
         finally:
             await plain.close()
 
@@ -415,6 +434,14 @@ async def run(deployments: int, replicas: int, nodes: int,
     return rows, ok
 
 
+async def _save_stalls(session: aiohttp.ClientSession, port: int, out: Path, when: str) -> None:
+    """Append `vpa run`'s /debug/stalls report (served with --profiling) to `out`."""
+    async with session.get(f"http://127.0.0.1:{port}/debug/stalls") as resp:
+        report = await resp.text()
+    with out.open("a") as file:
+        file.write(f"=== {when}\n{report}\n")
+
+
 async def _loops_at_least(scrape: Any, n: float) -> bool:
     return _metric(await scrape(), LOOPS, TOTAL) >= n
 
@@ -441,10 +468,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--nodes", type=int, default=500)
     p.add_argument("--first-only", action="store_true",
                    help="stop once every VPA is recommended (no steady loops, no relist)")
+    p.add_argument("--stalls", type=Path, default=None, metavar="FILE",
+                   help="run vpa run with --profiling and append its /debug/stalls report (the longest "
+                        "event-loop stalls and the code in them) to FILE; the sampling perturbs the timings")
     args = p.parse_args(argv)
     with open("/proc/loadavg") as loadavg:
         load_before = loadavg.read().split()[:3]
-    rows, ok = asyncio.run(run(args.deployments, args.replicas, args.nodes, args.first_only))
+    stalls_out = args.stalls.resolve() if args.stalls is not None else None
+    rows, ok = asyncio.run(run(args.deployments, args.replicas, args.nodes, args.first_only,
+                               ("--profiling",) if stalls_out is not None else (), stalls_out))
     with open("/proc/loadavg") as loadavg:
         load_after = loadavg.read().split()[:3]
     print(f"\nrun_scale: vpa run (default flags) against vpa sim, separate processes, HTTPS "

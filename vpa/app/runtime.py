@@ -42,6 +42,7 @@ from vpa import __version__
 from vpa.app.heap import HeapKeeper
 from vpa.components import health
 from vpa.components.context import ComponentContext
+from vpa.components.stallprobe import StallProbe
 from vpa.kube import converting
 from vpa.kube.client import ClientOptions, KubeClient, api_path
 from vpa.kube.clocking import SimClock
@@ -137,6 +138,7 @@ class Runtime:
         self.health_server: health.HealthServer | None = None
         self.electors: dict[str, LeaderElector] = {}
         self._sim_clock: SimClock | None = None
+        self._stall_probe: StallProbe | None = None
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._gc_frozen = False
         self._started = False
@@ -175,8 +177,11 @@ class Runtime:
         self.health_state = health.HealthState(self.clock)
         caches = self.caches
         self.health_state.add_readiness("watch-caches", caches.synced)
+        if s.common.profiling:
+            self._stall_probe = StallProbe()
         self.health_server = health.HealthServer(
-            self.health_state, self.registry, address=s.address, profiling=s.common.profiling
+            self.health_state, self.registry, address=s.address, profiling=s.common.profiling,
+            stalls=self._stall_probe.render if self._stall_probe is not None else None,
         )
         self.events = EventRecorder(self.client, self.clock, component="vpa")
 
@@ -278,6 +283,8 @@ class Runtime:
                     f"--address {self.settings.address}: cannot listen: {err.strerror or err}"
                 ) from None
             self._started = True
+            if self._stall_probe is not None:
+                self._stall_probe.start()
             lag = health.LoopLagMonitor(self.registry)
             self._spawn("loop-lag", lag.run())
             self._spawn("events", self.events.run())
@@ -386,6 +393,8 @@ class Runtime:
                 await asyncio.wait_for(self.events.flush(), timeout=1.0)
         if self._sim_clock is not None:
             await self._sim_clock.stop()
+        if self._stall_probe is not None:
+            await self._stall_probe.stop()
         if self.health_server is not None:
             await self.health_server.stop()
         if self.client is not None:

@@ -299,7 +299,8 @@ RUN_FLAGS: Final[tuple[FlagDef, ...]] = (
             "grows back by one per window of successes) and a 429's Retry-After holds every new request.",
             "common.kube_api_server_pacing", addition=True,
             note="false: the fixed --kube-api-qps/--kube-api-burst bucket throughout, as upstream."),
-    FlagDef("profiling", BOOL, _C, "Serve profiling handlers under /debug/pprof/ on the metrics server.",
+    FlagDef("profiling", BOOL, _C, "Serve profiling handlers on the metrics server: /debug/tasks (asyncio "
+            "tasks) and /debug/stalls (the longest event-loop stalls and the code that ran in them).",
             "common.profiling"),
     FlagDef("vpa-object-namespace", STRING, _C, "Only watch VPA objects in this namespace (and only clean "
             "checkpoints there). Empty: all namespaces.", "common.vpa_object_namespace"),

@@ -26,6 +26,7 @@ object (every failure becomes an unsupported-config `Resolution`).
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -50,6 +51,7 @@ WELL_KNOWN: Final[Mapping[str, tuple[str, str, str]]] = {
     "CronJob": ("batch", "v1", "cronjobs"),
 }
 _MAX_CHAIN: Final = 32
+_SLICE_S: Final = 0.003  # longest stretch of workload conversion between yields to the event loop
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,13 +284,22 @@ class TargetResolver:
                 query["continue"] = continue_token
             self.requests += 1
             page = await self._client.get(path, query=query, timeout_s=60.0)
-            for obj in page.get("items") or ():
+            continue_token = str((page.get("metadata") or {}).get("continue") or "")
+            items = page.get("items") or []
+            del page
+            # 500 workloads converted in slices (the recommender's first loop shares the event loop with the
+            # webhook; one page in one go held it up to 46 ms on a loaded machine), each dropped once read.
+            started = time.perf_counter()
+            for index, obj in enumerate(items):
+                items[index] = None
                 metadata = obj.get("metadata") if isinstance(obj, Mapping) else None
                 if not isinstance(metadata, Mapping) or not isinstance(metadata.get("name"), str):
                     continue
                 snapshot.nodes[(str(metadata.get("namespace") or ""), metadata["name"])] = _workload_node(
                     kind, obj)
-            continue_token = str((page.get("metadata") or {}).get("continue") or "")
+                if time.perf_counter() - started >= _SLICE_S:
+                    await asyncio.sleep(0)
+                    started = time.perf_counter()
             if not continue_token:
                 return snapshot
             await asyncio.sleep(0)

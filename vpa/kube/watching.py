@@ -3,10 +3,11 @@
 Owns: the list/watch loop for one collection (optionally one namespace, label and field selectors), its
 cache keyed by `(namespace, name)`, secondary indexes, in-order event delivery to handlers, sync state, and
 recovery: paged LIST parsed item by item in slices of a few milliseconds (the next page downloading
-meanwhile) while the cyclic GC is paused, and a relist's differences applied in the same slices; WATCH from
+meanwhile) while the cyclic GC is paused, each object applied to the cache as it is parsed; WATCH from
 the LIST's resourceVersion with bookmarks and a server-side `timeoutSeconds` plus a client read timeout; on
 410 Gone (LIST continue, WATCH answer or an ERROR event) a fresh LIST that *replaces* the cache, synthesising
-delete, update and add events for the difference; reconnects with jittered backoff after any error; and a
+delete, update and add events for the difference (applied to the cache as each page is parsed, never
+building a second cache beside it); reconnects with jittered backoff after any error; and a
 watchdog that restarts a watch that has delivered neither event nor bookmark for `stall_timeout_s` of wall
 time (never of the simulated clock the process may follow).
 
@@ -320,12 +321,15 @@ class WatchCache(Generic[T]):
 
     # ------------------------------------------------------------------------------------------ LIST
 
-    async def _list(self) -> tuple[dict[Key, T], dict[Key, str], str]:
-        """A paged LIST. Each page is parsed item by item (`list_items`) and converted in slices of
-        `slice_s`, yielding to the event loop between slices; the next page is requested as soon as this
-        one's continue token is read, so it downloads while this one is parsed."""
-        items: dict[Key, T] = {}
-        rvs: dict[Key, str] = {}
+    async def _list(self) -> tuple[set[Key], str]:
+        """A paged LIST applied to the cache as it is parsed. Each page is parsed item by item
+        (`list_items`) and each object applied at once (`_upsert`: added, updated, or dropped when the
+        cache already holds its resourceVersion), in slices of `slice_s`, yielding to the event loop between
+        slices; the next page is requested as soon as this one's continue token is read, so it downloads
+        while this one is parsed. Returns the keys the LIST held (the caller deletes the others) and its
+        resourceVersion. Applying as it goes, never building a second cache beside the first, keeps a
+        relist's peak memory at the cache plus a page."""
+        seen: set[Key] = set()
         page_size = self._page_size
         token: str | None = None
         pending: asyncio.Task[bytes] | None = None
@@ -349,11 +353,12 @@ class WatchCache(Generic[T]):
                         if not token:
                             raise
                         # The continue token outlived the server's compaction window: start over, unpaged,
-                        # as client-go's pager does, so the same thing cannot happen again mid-way.
+                        # as client-go's pager does, so the same thing cannot happen again mid-way. What was
+                        # applied stays (it was the server's state, as a watch event would have been); what
+                        # the new LIST lacks is deleted at its end.
                         self._count("list_restarts")
                         log.info("watch_cache_list_restart", cache=self.name, reason="continue token expired")
-                        items.clear()
-                        rvs.clear()
+                        seen.clear()
                         token = None
                         page_size = 0
                         pending = fetch(None)
@@ -367,11 +372,11 @@ class WatchCache(Generic[T]):
                         if following[0]:
                             pending = fetch(following[0])
 
-                    metadata = await self._parse_page(raw, items, rvs, next_page)
+                    metadata = await self._parse_page(raw, seen, next_page)
                     del raw  # a page can be megabytes: do not hold it while the next one downloads
                     token = following[0]
                     if not token:
-                        return items, rvs, str(metadata.get("resourceVersion") or "")
+                        return seen, str(metadata.get("resourceVersion") or "")
         finally:
             if pending is not None and not pending.done():
                 pending.cancel()
@@ -386,12 +391,12 @@ class WatchCache(Generic[T]):
     async def _parse_page(
         self,
         raw: bytes,
-        items: dict[Key, T],
-        rvs: dict[Key, str],
+        seen: set[Key],
         on_metadata: Callable[[dict[str, Any]], None],
     ) -> dict[str, Any]:
-        """Parse and convert one LIST page into `items`/`rvs`, a slice at a time; `on_metadata` hears the
-        page's metadata as soon as it is read (before the items, as kube-apiserver orders the fields)."""
+        """Parse and convert one LIST page into the cache (`_upsert`, keys added to `seen`), a slice at a
+        time; `on_metadata` hears the page's metadata as soon as it is read (before the items, as
+        kube-apiserver orders the fields)."""
         others: dict[str, object] = {}
         told = False
         slice_s = self._slice_s
@@ -403,10 +408,12 @@ class WatchCache(Generic[T]):
                     told = True
                     on_metadata(_as_dict(others["metadata"]))
                 converted = self._convert(obj)
+                del obj
                 if converted is not None:
                     key, rv, value = converted
-                    items[key] = value
-                    rvs[key] = rv
+                    seen.add(key)
+                    self._upsert(key, rv, value)
+                    del converted, value
                 if time.perf_counter() - started >= slice_s:
                     await asyncio.sleep(0)
                     started = time.perf_counter()
@@ -446,55 +453,57 @@ class WatchCache(Generic[T]):
         log.warning("watch_cache_skipped_object", cache=self.name, object=ident, reason=why)
 
     async def _list_and_replace(self) -> None:
-        items, rvs, rv = await self._list()
+        seen, rv = await self._list()
         first = not self.has_synced
+        await self._delete_unseen(seen)
+        del seen
         self._count("lists")
         if not first:
             self._count("relists")
-        await self._replace(items, rvs)
         self._rv = rv
         self._last_event = self._wall.monotonic()
         if first:
-            log.info("watch_cache_synced", cache=self.name, objects=len(items), resource_version=rv)
+            log.info("watch_cache_synced", cache=self.name, objects=len(self._items), resource_version=rv)
         self._synced.set()
 
-    async def _replace(self, items: dict[Key, T], rvs: dict[Key, str]) -> None:
-        """Make the cache equal to a fresh LIST, telling handlers what changed while we were not looking,
-        in slices of `slice_s` (each change is applied whole, so a reader between slices sees a cache
-        some of whose objects are newer, as between watch events)."""
-        old_items, old_rvs = self._items, self._rvs
+    def _upsert(self, key: Key, rv: str, value: T) -> None:
+        """Apply one LISTed object: add it, replace an older version (telling handlers), or keep what the
+        cache holds when its resourceVersion is the same (the new copy is dropped at once)."""
+        items = self._items
+        old = items.get(key)
+        if old is None:
+            items[key] = value
+            self._rvs[key] = rv
+            self._index_add(key, value)
+            self._deliver_add(value)
+        elif self._rvs[key] != rv:
+            self._index_remove(key, old)
+            items[key] = value
+            self._rvs[key] = rv
+            self._index_add(key, value)
+            self._deliver_update(old, value)
+
+    async def _delete_unseen(self, seen: set[Key]) -> None:
+        """Make the cache equal to the LIST that just ended: delete (telling handlers) what it did not hold,
+        in slices of `slice_s`. Together with `_upsert` during the LIST this replaces the cache, each change
+        applied whole, so a reader between slices sees a cache some of whose objects are newer, as between
+        watch events."""
+        items, rvs = self._items, self._rvs
+        if len(items) == len(seen):
+            return  # every cached key was LISTed (`seen` only holds keys now in the cache)
         slice_s = self._slice_s
         started = time.perf_counter()
-        gone: list[Key] = []
-        for key in old_items:
-            if key not in items:
-                gone.append(key)
+        gone = [key for key in items if key not in seen]
         for key in gone:
-            old = old_items.pop(key, None)
+            old = items.pop(key, None)
             if old is None:
                 continue
             self._index_remove(key, old)
-            del old_rvs[key]
+            del rvs[key]
             self._deliver_delete(old)
             if time.perf_counter() - started >= slice_s:
                 await asyncio.sleep(0)
                 started = time.perf_counter()
-        for key, value in items.items():
-            if time.perf_counter() - started >= slice_s:
-                await asyncio.sleep(0)
-                started = time.perf_counter()
-            old_value = old_items.get(key)
-            if old_value is None:
-                old_items[key] = value
-                old_rvs[key] = rvs[key]
-                self._index_add(key, value)
-                self._deliver_add(value)
-            elif old_rvs[key] != rvs[key]:
-                self._index_remove(key, old_value)
-                old_items[key] = value
-                old_rvs[key] = rvs[key]
-                self._index_add(key, value)
-                self._deliver_update(old_value, value)
 
     # ----------------------------------------------------------------------------------------- WATCH
 

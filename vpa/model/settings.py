@@ -153,7 +153,7 @@ class CommonSettings:
     `kube_api_burst` in flight, halved on 429, Retry-After honoured by every request) instead of the QPS
     bucket. Ours; upstream always applies the bucket."""
     profiling: bool = False
-    """Serve `/debug/pprof/`-style profiling handlers on the metrics server."""
+    """Serve profiling handlers on the metrics server (`/debug/tasks`, `/debug/stalls`)."""
     vpa_object_namespace: str = ""
     """Only watch VPA objects (and clean checkpoints) in this namespace; empty is all namespaces."""
     ignored_vpa_object_namespaces: tuple[str, ...] = ()

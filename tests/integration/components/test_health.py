@@ -11,6 +11,7 @@ import pytest
 from prometheus_client import CollectorRegistry, Counter
 
 from vpa.components import health
+from vpa.components.stallprobe import StallProbe
 from vpa.model.clock import VirtualClock
 
 
@@ -99,6 +100,40 @@ async def test_profiling_dumps_tasks(registry: CollectorRegistry) -> None:
         assert b"---" in body
     finally:
         await server.stop()
+
+
+def _hold_the_loop(seconds: float) -> None:
+    until = time.perf_counter() + seconds
+    while time.perf_counter() < until:
+        pass
+
+
+async def test_profiling_attributes_stalls_to_the_code_that_held_the_loop(
+    registry: CollectorRegistry,
+) -> None:
+    """With --profiling, /debug/stalls lists a 60 ms hold of the event loop with the function that held it;
+    a loop that only waits (here, sleeps) is no stall."""
+    probe = StallProbe()
+    server = health.HealthServer(
+        health.HealthState(VirtualClock()), registry, address="127.0.0.1:0", profiling=True,
+        stalls=probe.render,
+    )
+    await server.start()
+    probe.start()
+    try:
+        await asyncio.sleep(0.05)
+        _hold_the_loop(0.06)
+        await asyncio.sleep(0.05)
+        status, body, _ = await _get(server.port, "/debug/stalls")
+        assert status == 200
+        text = body.decode()
+        longest = text.split("\n--- ", 1)[1]
+        assert float(longest.split(" ms", 1)[0]) >= 50.0
+        assert "_hold_the_loop" in longest.split("\n--- ", 1)[0]
+    finally:
+        await probe.stop()
+        await server.stop()
+    assert probe.render().startswith("stalls over 5 ms: ")  # still renders after stop
 
 
 async def test_loop_lag_monitor_sees_a_stall(registry: CollectorRegistry) -> None:

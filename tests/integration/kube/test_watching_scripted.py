@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import weakref
+from typing import Any
 
 import orjson
 
@@ -33,13 +35,13 @@ def event(kind: str, obj: dict[str, object]) -> bytes:
 
 
 async def start(
-    server: ScriptedServer, clock: VirtualClock, **kwargs: object
+    server: ScriptedServer, clock: VirtualClock, transform: Any = cm_from_dict, **kwargs: object
 ) -> tuple[WatchCache[Cm], asyncio.Task[None]]:
     from kubernetes_asyncio.client import ApiClient, Configuration
 
     config = Configuration(host=server.url)
     client = KubeClient(ApiClient(config), clock)
-    cache: WatchCache[Cm] = WatchCache(client, clock, "/api/v1/configmaps", cm_from_dict, **kwargs)  # type: ignore[arg-type]
+    cache: WatchCache[Cm] = WatchCache(client, clock, "/api/v1/configmaps", transform, **kwargs)  # type: ignore[arg-type]
     return cache, asyncio.create_task(cache.run())
 
 
@@ -103,3 +105,60 @@ async def test_error_event_410_relists_and_bad_lines_reconnect() -> None:
     assert queries[1]["resourceVersion"] == "10"
     assert queries[2]["resourceVersion"] == "11"  # resumed after the last good event
     assert "watch" not in queries[3]
+
+
+class _Tracked:
+    """A cached value whose copies alive at once are counted (weak references)."""
+
+    def __init__(self, cm: Cm) -> None:
+        self.namespace, self.name, self.rv = cm.namespace, cm.name, cm.rv
+        self.app, self.data = cm.app, cm.data
+
+
+async def test_relist_applies_each_page_to_the_cache_without_a_second_copy() -> None:
+    """A relist of 40 objects in pages of 10, 36 of them unchanged: the cache is updated as each page is
+    parsed, so at no point are more values alive than the cache holds plus the one being converted (a relist
+    that built a new cache beside the old one before swapping would hold up to 80); handlers hear exactly
+    the difference."""
+    clock = VirtualClock(time_scale=50.0)
+    live: weakref.WeakSet[_Tracked] = weakref.WeakSet()
+    peak = [0]
+
+    def tracked(obj: dict[str, Any]) -> _Tracked | None:
+        cm = cm_from_dict(obj)
+        if cm is None:
+            return None
+        value = _Tracked(cm)
+        live.add(value)
+        peak[0] = max(peak[0], len(live))
+        return value
+
+    names = [f"cm-{i:02d}" for i in range(40)]
+    listed = [item(name, "5") for name in names]
+    relisted = [item(name, "5") for name in names[:36]] + [item(names[36], "30", v="2"), item("new", "31")]
+    async with ScriptedServer() as server:
+        server.then(200, page(listed, "10"))
+        server.stream([event("ERROR", status_body(410, "Expired", "too old resource version: 10 (20)"))])
+        for at in range(0, 40, 10):
+            cont = f"tok-{at}" if at + 10 < 40 else ""
+            server.then(200, page(relisted[at:at + 10], "40", cont=cont))
+        server.stream([])
+        cache, task = await start(server, clock, transform=tracked, page_size=10)
+        events: list[tuple[str, str]] = []
+        cache.on_add(lambda cm: events.append(("add", cm.name)))
+        cache.on_update(lambda old, new: events.append(("update", new.name)))
+        cache.on_delete(lambda cm: events.append(("delete", cm.name)))
+        try:
+            await asyncio.wait_for(cache.wait_synced(), 5)
+            events.clear()  # the first LIST's adds
+            peak[0] = 0
+            await eventually(lambda: cache.stats.relists == 1, what="the relist")
+            assert sorted(cache.keys()) == sorted(("ns", n) for n in [*names[:37], "new"])
+            assert cache.resource_version == "40"
+            assert sorted(events) == [
+                ("add", "new"), ("delete", "cm-37"), ("delete", "cm-38"), ("delete", "cm-39"),
+                ("update", "cm-36"),
+            ]
+            assert peak[0] <= 41, f"{peak[0]} values alive at once during the relist"
+        finally:
+            await stop(cache, task)

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from vpa.kube.converting import ConversionError
-from vpa.kube.metricsreading import ContainerUsage, list_items, pod_usage_from_dict
+from vpa.kube.metricsreading import ContainerUsage, ListStream, list_items, pod_usage_from_dict
 
 
 def item(**containers: dict[str, Any]) -> dict[str, Any]:
@@ -103,3 +103,62 @@ def test_list_items_edge_cases(body: str, items: list[object]) -> None:
 def test_list_items_refuses_what_is_not_a_list_document(body: str) -> None:
     with pytest.raises((ValueError, IndexError)):
         list(list_items(body))
+
+
+# --- ListStream: the same, from a body that arrives in chunks ------------------------------------------
+
+
+def _streamed(chunks: list[bytes], others: dict[str, object] | None = None) -> list[object]:
+    stream = ListStream(others)
+    out: list[object] = []
+    for chunk in chunks:
+        out.extend(stream.feed(chunk))
+    out.extend(stream.finish())
+    return out
+
+
+def _split(raw: bytes, cuts: list[int]) -> list[bytes]:
+    points = sorted({min(cut, len(raw)) for cut in cuts})
+    return [raw[a:b] for a, b in zip([0, *points], [*points, len(raw)], strict=True)]
+
+
+@given(
+    st.lists(_JSON, max_size=8),
+    st.dictionaries(st.sampled_from(["kind", "apiVersion", "metadata", "extra"]), _JSON, max_size=4),
+    st.booleans(),
+    st.lists(st.integers(min_value=0, max_value=400), max_size=12),
+)
+def test_list_stream_equals_list_items_wherever_the_chunks_are_cut(
+    items: list[object], others: dict[str, object], items_first: bool, cuts: list[int]
+) -> None:
+    """Chunk boundaries anywhere, inside a number, a string, a multi-byte character or between tokens,
+    change nothing: the same items in the same order, and the same other fields."""
+    fields = [("items", items), *others.items()] if items_first else [*others.items(), ("items", items)]
+    body = "{" + ", ".join(f"{json.dumps(k)}: {json.dumps(v, ensure_ascii=False)}" for k, v in fields) + "}"
+    want_others: dict[str, object] = {}
+    want = list(list_items(body, want_others))
+    got_others: dict[str, object] = {}
+    assert _streamed(_split(body.encode(), cuts), got_others) == want
+    assert got_others == want_others
+
+
+@pytest.mark.parametrize(
+    "body",
+    ["[]", '{"items": {}}', '{"items": [1, 2', '{"items": [1 2]}', '{"items": [1]} x', '{"items" [1]}',
+     '{"items": [1],}', "", "null", '{"items": [12'],
+    ids=["array", "items-object", "truncated", "no-comma", "trailing-data", "no-colon", "trailing-comma",
+         "empty", "null", "truncated-number"],
+)
+@pytest.mark.parametrize("chunk", [1, 3, 1000])
+def test_list_stream_refuses_what_is_not_a_list_document(body: str, chunk: int) -> None:
+    raw = body.encode()
+    with pytest.raises(ValueError):
+        _streamed([raw[i:i + chunk] for i in range(0, len(raw), chunk)])
+
+
+@pytest.mark.parametrize("body", ['{"items": [0.1818, 1e5, -2.5E-3, 10, true, null, "x"]}'])
+def test_list_stream_waits_for_a_number_cut_at_any_byte(body: str) -> None:
+    """"0." then "1818", or "1" then "e5", is one number, whichever chunk the cut falls in."""
+    raw = body.encode()
+    for cut in range(len(raw) + 1):
+        assert _streamed([raw[:cut], raw[cut:]]) == json.loads(body)["items"], cut
