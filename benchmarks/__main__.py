@@ -28,6 +28,7 @@ BENCHMARKS: dict[str, str] = {
     "control_plane": "benchmarks.control_plane",
     "faults": "benchmarks.faults",
     "run_scale": "benchmarks.run_scale",
+    "client_request": "benchmarks.client_request",
 }
 
 

@@ -24,8 +24,10 @@ from urllib.parse import quote
 
 import aiohttp
 import orjson
+from aiohttp.helpers import get_env_proxy_for_url
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
+from yarl import URL
 
 from vpa.kube.ratelimiting import ServerPacing, TokenBucket
 from vpa.model.clock import Clock
@@ -270,6 +272,16 @@ def _encode_query(query: Query | None) -> list[tuple[str, str]]:
 # ------------------------------------------------------------------------------------------------ client
 
 
+def env_proxy(host: str) -> tuple[str | None, aiohttp.BasicAuth | None]:
+    """The proxy the environment names for `host` (`HTTPS_PROXY`/`HTTP_PROXY`, `NO_PROXY` honoured, as
+    client-go does) and its credentials; (None, None) when there is none."""
+    try:
+        proxy, auth = get_env_proxy_for_url(URL(host))
+    except (LookupError, ValueError):
+        return None, None
+    return str(proxy), auth
+
+
 class KubeClient:
     """Raw JSON access to the API server through one shared `ApiClient` (its session, TLS and auth).
 
@@ -302,6 +314,13 @@ class KubeClient:
         self._host = str(configuration.host).rstrip("/")
         self._server_hostname: str | None = getattr(configuration, "tls_server_name", None)
         self._proxy: str | None = getattr(configuration, "proxy", None)
+        self._proxy_auth: aiohttp.BasicAuth | None = None
+        if not self._proxy:
+            self._proxy, self._proxy_auth = env_proxy(self._host)
+        # Every request goes to this one host and the proxy from the environment is resolved above, once:
+        # the session must not look it (and ~/.netrc) up again per request, which aiohttp does in a worker
+        # thread (`trust_env`, set by kubernetes-asyncio) and which cost about 0.4 ms per request.
+        self._session._trust_env = False
         self.retries = 0  # retried attempts so far, for tests and metrics
 
     @classmethod
@@ -390,6 +409,8 @@ class KubeClient:
             kwargs["server_hostname"] = self._server_hostname
         if self._proxy:
             kwargs["proxy"] = self._proxy
+            if self._proxy_auth is not None:
+                kwargs["proxy_auth"] = self._proxy_auth
         return kwargs
 
     async def _send_once(
