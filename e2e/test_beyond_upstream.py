@@ -12,6 +12,7 @@ published (`Published`) and a pod must carry one of them.
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 from e2e.conftest import Cluster, VpaRunFactory, annotations_of, events_for, live_pods
@@ -273,3 +274,54 @@ def test_a_container_oom_killed_before_any_sample_gets_a_memory_recommendation(
     pod = live_pods(sim, namespace, "app=starved")[0]
     last = pod["status"]["containerStatuses"][0].get("lastState", {}).get("terminated", {})
     assert last.get("reason") == "OOMKilled", pod["status"]
+
+
+# --- conflicts made visible ---------------------------------------------------------------------------------
+
+HPA_ON_CPU = {
+    "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "contested"},
+    "spec": {
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "contested"},
+        "minReplicas": 1, "maxReplicas": 3,
+        "metrics": [{"type": "Resource", "resource": {
+            "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}],
+    },
+}  # fmt: skip
+
+
+def _named_vpa(name: str, target: str, mode: str) -> str:
+    vpa = json.loads(_vpa(target, mode))
+    vpa["metadata"]["name"] = name
+    return json.dumps(vpa)
+
+
+def _true_condition(sim: Cluster, namespace: str, vpa: str, kind: str) -> dict[str, Any] | None:
+    conditions = (sim.get_json("vpa", vpa, "-n", namespace).get("status") or {}).get("conditions") or []
+    found: dict[str, Any] | None = next(
+        (c for c in conditions if c.get("type") == kind and c.get("status") == "True"), None
+    )
+    return found
+
+
+def test_conflicts_a_second_vpa_and_an_hpa_on_the_same_target_are_reported(
+    sim: Cluster, vpa_run: VpaRunFactory, namespace: str
+) -> None:
+    vpa_run(["recommender"])
+    app = _container("app", {"cpu": "100m", "memory": "64Mi"})
+    sim.apply(_deployment("contested", {"containers": [app]}, _usage(app=("50m", "40Mi")), replicas=1),
+              namespace)
+    sim.apply(_named_vpa("first", "contested", "Initial"), namespace)
+    time.sleep(1.1)  # creationTimestamp has one-second resolution: "first" is the older, the winner
+    sim.apply(_named_vpa("second", "contested", "Initial"), namespace)
+    sim.apply(json.dumps(HPA_ON_CPU), namespace)
+
+    losing = sim.wait_for("ConflictingVPA on the younger VPA",
+                          lambda: _true_condition(sim, namespace, "second", "ConflictingVPA"), timeout_s=90)
+    assert "first" in losing["message"], losing
+    assert _true_condition(sim, namespace, "first", "ConflictingVPA") is None
+    hpa = sim.wait_for("ConflictingHPA on the winning VPA",
+                       lambda: _true_condition(sim, namespace, "first", "ConflictingHPA"), timeout_s=90)
+    assert "contested" in hpa["message"], hpa
+    assert "cpu" in hpa["message"], hpa
+    assert events_for(sim, namespace, "ConflictingVPA")
+    assert events_for(sim, namespace, "ConflictingHPA")
