@@ -1,4 +1,4 @@
-"""Beyond upstream 1.7, against the cluster: native sidecars, pod-level resources, an OOM before any sample.
+"""Beyond upstream 1.7, against the cluster: sidecars, pod-level resources, OOM at start, conflicts, reactive.
 
 Each scenario runs against `vpa sim` and, with `E2E_CONTROL_PLANE=kubernetes`, against kube-apiserver 1.35
 (its own validation and defaulting judge every pod our webhook admits: a patch it refused would leave the
@@ -325,3 +325,35 @@ def test_conflicts_a_second_vpa_and_an_hpa_on_the_same_target_are_reported(
     assert "cpu" in hpa["message"], hpa
     assert events_for(sim, namespace, "ConflictingVPA")
     assert events_for(sim, namespace, "ConflictingHPA")
+
+
+# --- reactive in-place updates ----------------------------------------------------------------------------
+
+
+def test_reactive_a_new_recommendation_is_applied_in_place_without_waiting_for_the_updater_tick(
+    sim: Cluster, vpa_run: VpaRunFactory, namespace: str
+) -> None:
+    # The updater's tick is a thousand hours away (on either clock): only the reactive path can resize.
+    vpa_run(extra=["--updater-interval=1000h", "--in-place-on-recommendation=true"])
+    app = _container("app", {"cpu": "100m", "memory": "50Mi"})
+    sim.apply(_deployment("eager", {"containers": [app]}, _usage(app=("600m", "200Mi"))), namespace)
+    pods = sim.wait_for("two running pods", lambda: _running(sim, namespace, "app=eager", 2))
+    uids = {p["metadata"]["uid"] for p in pods}
+    sim.apply(_vpa("eager", "InPlaceOrRecreate"), namespace)
+    published = Published(sim, namespace, "eager")
+
+    def resized() -> list[dict[str, Any]] | None:
+        published.poll()
+        current = _running(sim, namespace, "app=eager", 2) or []
+        done = [
+            p for p in current
+            if p["metadata"]["uid"] in uids
+            and any(_same(p["spec"]["containers"][0]["resources"]["requests"], seen["app"])
+                    for seen in published.seen if "app" in seen)
+        ]  # fmt: skip
+        return done if len(done) == 2 else None
+
+    pods = sim.wait_for("both pods resized in place, between updater ticks", resized, timeout_s=120)
+    assert all(annotations_of(p).get("vpaInPlaceUpdated") == "true" for p in pods)
+    assert events_for(sim, namespace, "InPlaceResizedByVPA")
+    assert not events_for(sim, namespace, "EvictedByVPA")
