@@ -256,6 +256,9 @@ async def run_demo(*, time_scale: float, max_virtual_s: float, out: TextIO, live
             python, "-m", "vpa.cli", "run", f"--kubeconfig={kubeconfig}", "--clock=sim",
             f"--address=127.0.0.1:{health_port}", f"--port={webhook_port}", "--feature-gates=InPlace=true",
             "--recommender-interval=1m", "--updater-interval=1m", "--log-format=json",
+            # At 600x the default 60 s status-lease timeout is 0.1 s of real time: one busy moment of the
+            # process and the updater would skip its loop as if the admission controller were down.
+            "--status-lease-update-interval=5m", "--admission-controller-status-lease-timeout=30m",
             stdout=run_log, stderr=asyncio.subprocess.STDOUT, env={**env, "NAMESPACE": "kube-system"},
         )  # fmt: skip
         client = await KubeClient.from_config(RealClock(), kubeconfig=str(kubeconfig))
