@@ -2,16 +2,19 @@
 
 `python -m benchmarks.webhook_during_recommender [--vpas 10000] [--duration 10]`
 
-DESIGN §6: the webhook shares the event loop with the recommender, so the recommender's CPU work must never
-hold the loop long; the budget is a webhook p99 within 20 ms while a 50,000-container loop runs. Set-up, in
-one process and one uvloop event loop as `vpa run`:
+DESIGN §6: the webhook shares the process with the recommender (it serves from its own event loop thread,
+`vpa.components.loop_thread`, and competes with the recommender's loop for the GIL), so the recommender's
+CPU work must never hold the interpreter long; the budget is a webhook p99 within 20 ms while a
+50,000-container loop runs. Set-up, in one process as `vpa run`:
 - the webhook of `benchmarks.webhook_throughput` (a `Runtime` with the real `AdmissionController`, 10,000
   VPAs in its cache, HTTPS on 127.0.0.1), which also installs the runtime's GC policy (`vpa.app.heap`);
 - the recommender of `benchmarks.recommender_loop` (`--vpas` VPAs × 5 containers with a day of history,
   in-memory inputs and sinks, so every loop recomputes and "writes" every status and checkpoint).
 `wrk` at concurrency 1 (one thread, keep-alive, 127.0.0.1) sends the pod review for `--duration` seconds
 twice: with the recommender idle, then while `run_once` runs back to back (the virtual clock a minute
-further each time). Skips with one line when `wrk` is not installed.
+further each time). wrk's client is closed-loop: the faster the answers, the more reviews it sends (the
+`reviews` column) and the more CPU the webhook takes from the loop. Skips with one line when `wrk` is not
+installed.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ TARGET_P99_MS = 20.0
 _PERCENTILE = re.compile(r"^\s*(50|99)%\s+([\d.]+)(us|ms|s)\s*$", re.M)
 _MAX = re.compile(r"^\s*Latency\s+\S+\s+\S+\s+([\d.]+)(us|ms|s)", re.M)
 _UNIT_MS = {"us": 0.001, "ms": 1.0, "s": 1000.0}
+_REQUESTS = re.compile(r"^\s*(\d+) requests in", re.M)
 
 
 def _latencies(text: str) -> dict[str, float]:
@@ -42,6 +46,8 @@ def _latencies(text: str) -> dict[str, float]:
     if top is None or set(out) != {"p50", "p99"}:
         raise RuntimeError(f"cannot read wrk's latencies:\n{text}")
     out["max"] = float(top.group(1)) * _UNIT_MS[top.group(2)]
+    served = _REQUESTS.search(text)
+    out["reviews"] = float(served.group(1)) if served else 0.0
     return out
 
 
@@ -84,9 +90,9 @@ async def _run(vpas: int, duration_s: float) -> int:
     print(f"wrk -t1 -c1, {duration_s:g} s per run, HTTPS keep-alive, {len(body)} B pod review")
     print("  leaves out: the recommender's API traffic (in-memory sinks, ready-built metrics) and any "
           "relist; with both, over HTTPS: `python -m benchmarks.run_scale`")
-    print(f"{'recommender':<22}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}")
+    print(f"{'recommender':<22}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}{'reviews':>9}")
     for label, row in (("idle", idle), (f"looping ({len(loops)} loops done)", busy)):
-        print(f"{label:<22}{row['p50']:>9.2f}{row['p99']:>9.2f}{row['max']:>9.2f}")
+        print(f"{label:<22}{row['p50']:>9.2f}{row['p99']:>9.2f}{row['max']:>9.2f}{row['reviews']:>9.0f}")
     if loops:
         print(f"recommender loop seconds while serving: {', '.join(f'{s:.2f}' for s in loops)}")
     ok = busy["p99"] <= TARGET_P99_MS

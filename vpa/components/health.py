@@ -125,8 +125,9 @@ class _HistogramSeries:
 class LoopHistogram(Collector):
     """A labelled histogram exposed as client_golang exposes one (`_bucket`, `_count`, and `_sum` even with
     negative buckets, which prometheus_client's Histogram leaves out). Observing is a bisect and two
-    additions (prometheus_client's takes a lock and walks the buckets); the event loop is the only
-    writer. `labels(*values)` takes the label values in `labelnames` order."""
+    additions (prometheus_client's takes a lock and walks the buckets); one thread is the only writer (the
+    event loop, or the webhook's serving thread for the admission histograms). `labels(*values)` takes the
+    label values in `labelnames` order."""
 
     def __init__(self, name: str, documentation: str, labelnames: Iterable[str], buckets: Iterable[float], *,
                  registry: CollectorRegistry | None = None) -> None:
@@ -152,7 +153,7 @@ class LoopHistogram(Collector):
 
     def collect(self) -> Iterator[Metric]:
         family = HistogramMetricFamily(self.name, self.documentation, labels=list(self.labelnames))
-        for values, series in self._series.items():
+        for values, series in list(self._series.items()):  # a snapshot: the writer may add a series
             labels = dict(zip(self.labelnames, values, strict=True))
             cumulative = 0
             for le, count in zip(self._le, series.counts, strict=True):

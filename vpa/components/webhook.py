@@ -10,6 +10,12 @@ Owns:
   a Secret), the aiohttp server on `--port`, self-registration of `vpa-webhook-config`, the status Lease,
   readiness, and a clean stop on cancellation. `run(ctx)` is what the runtime starts.
 
+Reviews are served from an event loop of their own on a thread of their own (`vpa.components.loop_thread`),
+so they never wait behind the recommender's or the watch caches' work on the main loop. What the admission
+path reads from the main loop's caches it reads without awaiting (index lookups copy their keys in one
+step; merged LimitRanges are kept only when no LimitRange changed meanwhile); its API reads and Events go
+back to the main loop, which owns the client.
+
 Slow or stalled clients (`vpa.components.connections`): the TLS handshake must finish within 10 s, the
 first request's headers within 10 s more and a body within 10 s of its headers; at most 1,024 connections
 at once; others are closed and counted.
@@ -64,6 +70,7 @@ from vpa.components.connections import (
 )
 from vpa.components.context import ComponentContext
 from vpa.components.health import LoopHistogram
+from vpa.components.loop_thread import LoopThread
 from vpa.components.sampled_log import SampledLog
 from vpa.components.webhook_targets import AdmissionTargets
 from vpa.kube import certificates as certs
@@ -598,20 +605,24 @@ class LimitRanges:
     def __init__(self, cache: WatchCache[LimitRangeView]) -> None:
         self.cache = cache
         self._merged: dict[str, NamespaceLimits] = {}
+        self._changes = 0  # the webhook merges on its own thread while this cache's handlers forget
         cache.add_index("namespace", lambda lr: [lr.namespace])
         cache.on_add(self._forget)
         cache.on_update(lambda _old, new: self._forget(new))
         cache.on_delete(self._forget)
 
     def _forget(self, limit_range: LimitRangeView) -> None:
+        self._changes += 1
         self._merged.pop(limit_range.namespace, None)
 
     def __call__(self, namespace: str) -> NamespaceLimits:
         merged = self._merged.get(namespace)
         if merged is None:
+            changes = self._changes
             ranges = sorted(self.cache.by_index("namespace", namespace), key=lambda lr: lr.name)
             merged = namespace_limits(ranges) if ranges else NO_LIMITS
-            self._merged[namespace] = merged
+            if changes == self._changes:  # nothing changed while merging: the result may be kept
+                self._merged[namespace] = merged
         return merged
 
 
@@ -763,6 +774,7 @@ class AdmissionController:
         )
         self.serving = False
         self._runner: web.AppRunner | None = None
+        self.serving_thread = LoopThread("admission-webhook")
         self._tasks: list[asyncio.Task[None]] = []
 
     # ---- TLS material
@@ -857,6 +869,30 @@ class AdmissionController:
             await asyncio.wait_for(self.limit_cache.wait_synced(), self.limitrange_sync_timeout_s)
         except TimeoutError:
             log.warning("LimitRanges not listed yet; serving without them until they are")
+        # Reviews are served from a loop of their own (`loop_thread`): they never queue behind the
+        # recommender's or the watch caches' work on the main loop. The few API reads the admission path
+        # makes (owners and selectors of workloads) and its Events go back to the main loop.
+        self.targets.api_loop = asyncio.get_running_loop()
+        self.serving_thread.start()
+        try:
+            self.port = await self.serving_thread.call(self._listen())
+        except OSError as err:
+            reason = err.strerror or err
+            raise StartupError(f"--port {self.requested_port}: cannot listen: {reason}") from None
+        self.serving = True
+        self.ctx.health.add_readiness("admission-controller", lambda: self.serving)
+        log.info("admission webhook serving", port=self.port, self_managed=self.secret_store is not None)
+        await self._register()
+        self._spawn("status-lease", self.lease.run())
+        self._spawn("silence", self._watch_silence())
+        if self.secret_store is not None:
+            self._spawn("certificates", self._watch_secret())
+        elif self.settings.reload_cert:
+            self._spawn("certificates", self._watch_files())
+
+    async def _listen(self) -> int:
+        """On the serving thread's loop: the aiohttp runner and the guarded TLS site; the port bound."""
+        assert self.tls is not None
         runner = web.AppRunner(
             self.server.app,
             access_log=None,
@@ -877,24 +913,17 @@ class AdmissionController:
             ssl_context=self.tls.listening,
             backlog=1024,
         )
-        try:
-            await site.start()
-        except OSError as err:
-            reason = err.strerror or err
-            raise StartupError(f"--port {self.requested_port}: cannot listen: {reason}") from None
+        await site.start()
         server = site._server
         sockets = getattr(server, "sockets", None) or []
-        self.port = sockets[0].getsockname()[1] if sockets else self.requested_port
-        self.serving = True
-        self.ctx.health.add_readiness("admission-controller", lambda: self.serving)
-        log.info("admission webhook serving", port=self.port, self_managed=self.secret_store is not None)
-        await self._register()
-        self._spawn("status-lease", self.lease.run())
-        self._spawn("silence", self._watch_silence())
-        if self.secret_store is not None:
-            self._spawn("certificates", self._watch_secret())
-        elif self.settings.reload_cert:
-            self._spawn("certificates", self._watch_files())
+        return int(sockets[0].getsockname()[1]) if sockets else self.requested_port
+
+    async def _close(self) -> None:
+        """On the serving thread's loop: stop serving, then drop what the admission path cached."""
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        self.targets.close()
 
     async def _watch_silence(self) -> None:
         """Warn once when pods appeared in VPA namespaces but no review arrived for a whole check interval;
@@ -925,10 +954,9 @@ class AdmissionController:
         self.serving = False
         await cancel_and_wait(self._tasks)
         self._tasks.clear()
-        self.targets.close()
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        if self.serving_thread.running:
+            await self.serving_thread.call(self._close())
+        await self.serving_thread.stop()
 
     async def run(self) -> None:
         try:

@@ -18,6 +18,9 @@ Freshness follows the injected clock; the read deadline follows the wall clock (
 inside an admission request, whose own timeout is real time): under `--clock=sim` at a high time scale a
 virtual 2 s is a few real milliseconds, and every read would time out.
 
+The caches live on the admission path's loop (the webhook's own thread); the reads go to `api_loop`, the
+loop that owns the client, when that is another.
+
 Must not: write anything, raise into the admission handler (every failure is a cached "unknown"), or hold
 raw objects beyond the trimmed values.
 """
@@ -31,6 +34,7 @@ from typing import Final, Generic, TypeVar
 
 import structlog
 
+from vpa.components.loop_thread import on_loop
 from vpa.kube.client import ApiError, KubeClient, NotFound, api_path
 from vpa.kube.converting import ConversionError, selector_from_scale, selector_from_workload
 from vpa.kube.leasing import DeadlineExceeded, call_with_deadline
@@ -147,6 +151,9 @@ class AdmissionTargets:
         # owner cache: ref → controller owner ref (None: it is the top) — _Unavailable is not cached here
         self._owners: _ReadThrough[Ref | None] = _ReadThrough(clock, "owners")
         self._selectors: _ReadThrough[Selector | None] = _ReadThrough(clock, "selectors")
+        self.api_loop: asyncio.AbstractEventLoop | None = None
+        """The loop that owns `client`, when the admission path runs on another (the webhook's thread):
+        reads are sent there. The caches themselves live on the admission path's loop."""
 
     def close(self) -> None:
         self._owners.close()
@@ -154,9 +161,10 @@ class AdmissionTargets:
 
     async def _read(self, path: str) -> dict[str, object]:
         try:
-            return await call_with_deadline(
-                self._deadline_clock, self.read_timeout_s, self._client.get(path, max_retries=1)
-            )
+            read = self._client.get(path, max_retries=1)
+            if self.api_loop is not None:
+                read = on_loop(self.api_loop, read)
+            return await call_with_deadline(self._deadline_clock, self.read_timeout_s, read)
         except DeadlineExceeded as err:
             raise _Unavailable(f"GET {path}: no answer within {self.read_timeout_s} s") from err
 

@@ -92,6 +92,13 @@ def _rfc3339(unix_s: float) -> str:
     return datetime.fromtimestamp(unix_s, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
 class EventRecorder:
     """Queue Events from anywhere; `run()` (one background task) writes and aggregates them."""
 
@@ -123,15 +130,26 @@ class EventRecorder:
         self._write_timeout_s = write_timeout_s
         self._last_nanos = 0
         self.stats = EventStats()
+        self._loop: asyncio.AbstractEventLoop | None = None  # the loop `run()` writes from
 
     def record(self, ref: ObjectRef, type_: EventType, reason: str, message: str) -> bool:
-        """Queue an Event; never blocks. Returns False (and counts it) when the queue is full."""
+        """Queue an Event; never blocks. Returns False (and counts it) when the queue is full. Callable from
+        another thread's loop (the admission webhook's): the Event is then handed to `run()`'s loop."""
+        pending = _Pending(ref, type_, reason, message, self._clock.now())
+        loop = self._loop
+        if loop is not None and not loop.is_closed() and _running_loop() is not loop:
+            loop.call_soon_threadsafe(self._enqueue, pending)
+            return True
+        return self._enqueue(pending)
+
+    def _enqueue(self, pending: _Pending) -> bool:
         try:
-            self._queue.put_nowait(_Pending(ref, type_, reason, message, self._clock.now()))
+            self._queue.put_nowait(pending)
         except asyncio.QueueFull:
             self.stats.dropped += 1
             return False
         return True
+
 
     def normal(self, ref: ObjectRef, reason: str, message: str) -> bool:
         return self.record(ref, "Normal", reason, message)
@@ -148,6 +166,7 @@ class EventRecorder:
         await self._queue.join()
 
     async def run(self) -> None:
+        self._loop = asyncio.get_running_loop()
         while True:
             item = await self._queue.get()
             try:

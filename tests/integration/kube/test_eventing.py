@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from vpa.components.loop_thread import LoopThread
 from vpa.kube.client import KubeClient
 from vpa.kube.eventing import EventRecorder, ObjectRef
 from vpa.kube.leasing import parse_time
@@ -185,3 +186,25 @@ async def test_api_failures_are_counted_and_the_recorder_carries_on(
         await eventually(lambda: len(events(cluster)) == 1)
     assert fault.hits == 1
     assert recorder.stats.created == 1
+
+
+async def test_an_event_recorded_from_another_threads_loop_is_written(
+    cluster: SimCluster, client: KubeClient, clock: VirtualClock
+) -> None:
+    # The admission webhook serves from a loop on its own thread; its Events go through this loop's writer.
+    recorder = EventRecorder(client, clock, component="vpa-admission-controller", host="h")
+    thread = LoopThread("events-test")
+    async with running(recorder):
+        await asyncio.sleep(0)  # run() has started: the recorder knows its loop
+        thread.start()
+        try:
+            queued = await thread.call(_record_there(recorder))
+        finally:
+            await thread.stop()
+        assert queued
+        await eventually(lambda: len(events(cluster)) == 1)
+    assert events(cluster)[0]["reason"] == "FromTheWebhookThread"
+
+
+async def _record_there(recorder: EventRecorder) -> bool:
+    return recorder.warning(POD, "FromTheWebhookThread", "recorded on the webhook's own loop")

@@ -33,10 +33,12 @@ from vpa.components.webhook import (
     AdmissionMetrics,
     AdmissionServer,
     Admitter,
+    LimitRanges,
 )
 from vpa.kube.converting import vpa_from_dict
 from vpa.logic.limitranges import NO_LIMITS, NamespaceLimits
 from vpa.model.features import FeatureGates
+from vpa.model.limitrange import LimitRangeView, limitrange_from_dict
 from vpa.model.pod import PodView
 from vpa.model.selector import Selector
 from vpa.model.vpa import TargetRef, VpaView
@@ -570,3 +572,46 @@ async def test_metrics_are_exposed_with_upstream_names() -> None:
     for step in ("read_request", "admit", "build_response", "write_response", "total"):
         assert f'vpa_admission_controller_execution_latency_seconds_count{{step="{step}"}} 3.0' in text
     assert admitter.metrics.admissions("applied", "Pod") == 3
+
+
+class _RacingLimitRangeCache:
+    """A LimitRange cache whose content changes while the webhook merges it (the watch runs on another
+    thread's loop than the webhook's)."""
+
+    def __init__(self) -> None:
+        self.ranges: list[LimitRangeView] = []
+        self.forget: list[Any] = []
+        self.change_during_merge: LimitRangeView | None = None
+
+    def add_index(self, name: str, key: Any) -> None:
+        pass
+
+    def on_add(self, handler: Any) -> None:
+        self.forget.append(handler)
+
+    def on_update(self, handler: Any) -> None:
+        pass
+
+    def on_delete(self, handler: Any) -> None:
+        pass
+
+    def by_index(self, name: str, value: str) -> list[LimitRangeView]:
+        found = [lr for lr in self.ranges if lr.namespace == value]
+        added, self.change_during_merge = self.change_during_merge, None
+        if added is not None:
+            self.ranges.append(added)
+            for handler in self.forget:
+                handler(added)
+        return found
+
+
+def test_limitranges_merged_while_one_was_added_are_merged_again_next_time() -> None:
+    cache = _RacingLimitRangeCache()
+    limits = LimitRanges(cache)  # type: ignore[arg-type]
+    cache.change_during_merge = limitrange_from_dict({
+        "metadata": {"namespace": "ns", "name": "lr"},
+        "spec": {"limits": [{"type": "Container", "max": {"memory": "1Gi"}}]},
+    })
+    assert limits("ns") == NO_LIMITS  # merged from what the cache held when the merge began
+    assert limits("ns") != NO_LIMITS  # not kept: the LimitRange added meanwhile counts from now on
+    assert limits("ns") is limits("ns")

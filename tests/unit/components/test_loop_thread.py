@@ -1,0 +1,118 @@
+"""The webhook's own loop thread: calls across loops, cancellation both ways, stop, GIL switch interval."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import threading
+
+import pytest
+
+from vpa.components.loop_thread import SWITCH_INTERVAL_S, LoopThread, on_loop
+
+
+async def _where() -> tuple[str, asyncio.AbstractEventLoop]:
+    return threading.current_thread().name, asyncio.get_running_loop()
+
+
+async def test_a_call_runs_on_the_threads_loop_and_returns_its_result() -> None:
+    thread = LoopThread("serving")
+    thread.start()
+    try:
+        name, loop = await thread.call(_where())
+        assert name == "serving"
+        assert loop is thread.loop
+        assert loop is not asyncio.get_running_loop()
+    finally:
+        await thread.stop()
+    assert not thread.running
+
+
+async def test_on_loop_sends_a_call_back_to_the_loop_that_owns_the_client() -> None:
+    main = asyncio.get_running_loop()
+    thread = LoopThread("serving")
+    thread.start()
+    try:
+        async def from_the_thread() -> tuple[str, asyncio.AbstractEventLoop]:
+            return await on_loop(main, _where())
+
+        name, loop = await thread.call(from_the_thread())
+        assert loop is main
+        assert name == threading.current_thread().name
+        # On the same loop it is a plain await.
+        assert (await on_loop(main, _where()))[1] is main
+    finally:
+        await thread.stop()
+
+
+async def test_an_error_on_the_thread_reaches_the_caller() -> None:
+    async def fails() -> None:
+        raise OSError(98, "Address already in use")
+
+    thread = LoopThread("serving")
+    thread.start()
+    try:
+        with pytest.raises(OSError, match="Address already in use"):
+            await thread.call(fails())
+    finally:
+        await thread.stop()
+
+
+async def test_cancelling_the_caller_cancels_the_call_on_the_other_loop() -> None:
+    thread = LoopThread("serving")
+    thread.start()
+    started, cancelled = threading.Event(), threading.Event()
+
+    async def forever() -> None:
+        started.set()
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    try:
+        call = asyncio.ensure_future(thread.call(forever()))
+        await asyncio.to_thread(started.wait, 5)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        assert await asyncio.to_thread(cancelled.wait, 5)
+    finally:
+        await thread.stop()
+
+
+async def test_stop_cancels_what_still_runs_there_and_restores_the_switch_interval() -> None:
+    before = sys.getswitchinterval()
+    thread = LoopThread("serving")
+    thread.start()
+    assert sys.getswitchinterval() == min(before, SWITCH_INTERVAL_S)
+    cancelled = threading.Event()
+
+    async def background() -> None:
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    async def spawn() -> None:
+        asyncio.get_running_loop().create_task(background())
+        await asyncio.sleep(0)
+
+    await thread.call(spawn())
+    await thread.stop()
+    assert cancelled.is_set()
+    assert not thread.running
+    assert sys.getswitchinterval() == before
+    await thread.stop()  # idempotent
+
+
+async def test_a_call_to_a_thread_not_running_is_refused() -> None:
+    thread = LoopThread("serving")
+    with pytest.raises(RuntimeError, match="not running"):
+        await thread.call(_where())
+    thread.start()
+    with pytest.raises(RuntimeError, match="already started"):
+        thread.start()
+    await thread.stop()

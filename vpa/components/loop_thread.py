@@ -1,0 +1,111 @@
+"""An event loop of its own, on a thread of its own, for the admission webhook.
+
+Owns: `LoopThread` (starts a thread running a fresh uvloop loop, runs coroutines on it from another loop,
+stops it and joins the thread) and `on_loop` (awaits a coroutine on a given loop from whichever loop the
+caller runs on: how the webhook's thread sends its few API reads back to the loop that owns the client).
+
+Why: the webhook shares the process with the recommender and the watch caches. On one event loop a review
+waits behind every callback that is ready when it arrives (a relist's and a recommender loop's 3 ms slices,
+page parses, status writes), several times per review (read, admit, write), so its tail was 17-41 ms
+however short each slice was. On its own loop a review waits only for the GIL, which the main thread hands
+over at most every `SWITCH_INTERVAL_S` while both want it (CPython's default of 5 ms is far too long).
+
+Must not: let asyncio objects (futures, queues, sessions, tasks) cross loops: everything the webhook's loop
+creates stays on it, and calls into the other loop go through `on_loop` (or `call_soon_threadsafe`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import threading
+from collections.abc import Coroutine
+from typing import Any, Final, TypeVar
+
+import uvloop
+
+T = TypeVar("T")
+
+SWITCH_INTERVAL_S: Final = 0.0005
+"""How long a thread holding the GIL may keep it while another waits (`sys.setswitchinterval`), set while a
+`LoopThread` runs: a review needs the GIL several times (socket ready, TLS reads and writes, the answer),
+each time after the recommender's thread may have held it. `benchmarks.webhook_during_recommender`, webhook
+at concurrency 1 while a 10,000-VPA loop runs: 5 ms (CPython's default) p50 300 ms, p99 991 ms (every GIL
+release for I/O costs up to a whole interval to win back, the convoy effect); 1 ms p99 8-11 ms, max 45-98
+ms; 0.5 ms p99 8-10 ms, max 18-21 ms; 0.25 ms no better (on one shared loop, no thread: p99 26 ms). It costs
+something only while both threads want the GIL: an idle webhook leaves the recommender's thread alone."""
+
+
+async def on_loop(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, T]) -> T:
+    """Await `coro` run on `loop`; directly when the caller already runs there. Cancelling the caller
+    cancels the call on `loop`."""
+    if asyncio.get_running_loop() is loop:
+        return await coro
+    return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, loop))
+
+
+class LoopThread:
+    """A daemon thread running its own event loop until `stop()`."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._saved_interval: float | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def start(self) -> None:
+        if self._thread is not None:
+            raise RuntimeError(f"loop thread {self.name!r} already started")
+        loop = uvloop.new_event_loop()
+        ready = threading.Event()
+
+        def serve() -> None:
+            asyncio.set_event_loop(loop)
+            loop.call_soon(ready.set)
+            try:
+                loop.run_forever()
+            finally:
+                loop.run_until_complete(loop.shutdown_asyncgens())
+                loop.close()
+
+        self.loop = loop
+        self._thread = threading.Thread(target=serve, name=self.name, daemon=True)
+        self._saved_interval = sys.getswitchinterval()
+        sys.setswitchinterval(min(self._saved_interval, SWITCH_INTERVAL_S))
+        self._thread.start()
+        ready.wait()
+
+    async def call(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run `coro` on this thread's loop and wait for its result from the caller's loop."""
+        if self.loop is None or not self.running:
+            coro.close()
+            raise RuntimeError(f"loop thread {self.name!r} is not running")
+        return await on_loop(self.loop, coro)
+
+    async def stop(self) -> None:
+        """Cancel what still runs on the loop, stop it and join the thread (without blocking the caller's
+        loop). Idempotent."""
+        thread, loop = self._thread, self.loop
+        if thread is None or loop is None:
+            return
+        self._thread = None
+        if thread.is_alive():
+            if loop.is_running():
+                await on_loop(loop, _cancel_others())
+            loop.call_soon_threadsafe(loop.stop)
+            await asyncio.to_thread(thread.join)
+        if self._saved_interval is not None:
+            sys.setswitchinterval(self._saved_interval)
+            self._saved_interval = None
+
+
+async def _cancel_others() -> None:
+    current = asyncio.current_task()
+    tasks = [task for task in asyncio.all_tasks() if task is not current]
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
