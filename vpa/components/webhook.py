@@ -737,7 +737,10 @@ class AdmissionController:
                      reason=f"neither {self.files.cert_file} nor {self.files.key_file} exists",
                      secret=f"{self.settings.webhook_service_namespace}/{certs.SECRET_NAME}")
         self.metrics = AdmissionMetrics(ctx.registry)
-        self.targets = AdmissionTargets(ctx.client, ctx.clock)
+        # Its own limiter and pacing window on the shared connection pool (as upstream's admission controller
+        # is a binary with its own client): the first pod of a workload waits for its owner's read, which must
+        # never queue behind the recommender's thousands of status writes.
+        self.targets = AdmissionTargets(ctx.client.derive(), ctx.clock)
         namespace = ctx.settings.common.vpa_object_namespace or None
         self.limit_cache: WatchCache[LimitRangeView] = WatchCache(
             ctx.client,
