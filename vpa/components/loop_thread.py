@@ -51,7 +51,6 @@ class LoopThread:
         self.name = name
         self.loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-        self._saved_interval: float | None = None
 
     @property
     def running(self) -> bool:
@@ -74,8 +73,7 @@ class LoopThread:
 
         self.loop = loop
         self._thread = threading.Thread(target=serve, name=self.name, daemon=True)
-        self._saved_interval = sys.getswitchinterval()
-        sys.setswitchinterval(min(self._saved_interval, SWITCH_INTERVAL_S))
+        _shorten_switch_interval()
         self._thread.start()
         ready.wait()
 
@@ -98,9 +96,30 @@ class LoopThread:
                 await on_loop(loop, _cancel_others())
             loop.call_soon_threadsafe(loop.stop)
             await asyncio.to_thread(thread.join)
-        if self._saved_interval is not None:
-            sys.setswitchinterval(self._saved_interval)
-            self._saved_interval = None
+        _restore_switch_interval()
+
+
+_interval_lock = threading.Lock()
+_interval_users = 0
+_interval_saved = 0.0
+
+
+def _shorten_switch_interval() -> None:
+    """The first running `LoopThread` shortens the interval; the last one to stop restores it."""
+    global _interval_users, _interval_saved
+    with _interval_lock:
+        if _interval_users == 0:
+            _interval_saved = sys.getswitchinterval()
+            sys.setswitchinterval(min(_interval_saved, SWITCH_INTERVAL_S))
+        _interval_users += 1
+
+
+def _restore_switch_interval() -> None:
+    global _interval_users
+    with _interval_lock:
+        _interval_users -= 1
+        if _interval_users == 0:
+            sys.setswitchinterval(_interval_saved)
 
 
 async def _cancel_others() -> None:

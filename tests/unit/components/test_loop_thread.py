@@ -116,3 +116,14 @@ async def test_a_call_to_a_thread_not_running_is_refused() -> None:
     with pytest.raises(RuntimeError, match="already started"):
         thread.start()
     await thread.stop()
+
+
+async def test_the_interval_is_restored_when_the_last_of_two_threads_stops() -> None:
+    before = sys.getswitchinterval()
+    first, second = LoopThread("first"), LoopThread("second")
+    first.start()
+    second.start()
+    await first.stop()
+    assert sys.getswitchinterval() == min(before, SWITCH_INTERVAL_S)  # the second one still serves
+    await second.stop()
+    assert sys.getswitchinterval() == before
