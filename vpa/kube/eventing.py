@@ -150,7 +150,6 @@ class EventRecorder:
             return False
         return True
 
-
     def normal(self, ref: ObjectRef, reason: str, message: str) -> bool:
         return self.record(ref, "Normal", reason, message)
 

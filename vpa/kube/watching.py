@@ -235,8 +235,7 @@ class WatchCache(Generic[T]):
         items = self._items
         # The webhook reads from its own thread while this loop's handlers change the cache: the keys are
         # copied in one step (tuple() of a set holds the GIL throughout), and a key just removed is skipped.
-        found = [items.get(key) for key in tuple(keys)]
-        return [item for item in found if item is not None]
+        return [item for key in tuple(keys) if (item := items.get(key)) is not None]
 
     def index_values(self, name: str) -> builtins.list[str]:
         return list(self._indices[name])
