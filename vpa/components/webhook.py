@@ -737,9 +737,10 @@ class AdmissionController:
                      reason=f"neither {self.files.cert_file} nor {self.files.key_file} exists",
                      secret=f"{self.settings.webhook_service_namespace}/{certs.SECRET_NAME}")
         self.metrics = AdmissionMetrics(ctx.registry)
-        # Its own limiter and pacing window on the shared connection pool (as upstream's admission controller
-        # is a binary with its own client): the first pod of a workload waits for its owner's read, which must
-        # never queue behind the recommender's thousands of status writes.
+        # Its own limiter and pacing window (as upstream's admission controller is a binary with its own
+        # client): the first pod of a workload waits for its owner's read, which must never queue behind the
+        # recommender's thousands of status writes. Served from the webhook's thread, the reads go through a
+        # connection pool of that thread's loop too (`AdmissionTargets.open_own_client`).
         self.targets = AdmissionTargets(ctx.client.derive(), ctx.clock)
         namespace = ctx.settings.common.vpa_object_namespace or None
         self.limit_cache: WatchCache[LimitRangeView] = WatchCache(
@@ -874,8 +875,8 @@ class AdmissionController:
             log.warning("LimitRanges not listed yet; serving without them until they are")
         # Reviews are served from a loop of their own (`loop_thread`): they never queue behind the
         # recommender's or the watch caches' work on the main loop. The few API reads the admission path
-        # makes (owners and selectors of workloads) and its Events go back to the main loop.
-        self.targets.api_loop = asyncio.get_running_loop()
+        # makes (owners and selectors of workloads) go through a client of that loop; its Events go back to
+        # the main loop.
         self.serving_thread.start()
         try:
             self.port = await self.serving_thread.call(self._listen())
@@ -896,6 +897,7 @@ class AdmissionController:
     async def _listen(self) -> int:
         """On the serving thread's loop: the aiohttp runner and the guarded TLS site; the port bound."""
         assert self.tls is not None
+        self.targets.open_own_client()
         runner = web.AppRunner(
             self.server.app,
             access_log=None,
@@ -926,7 +928,7 @@ class AdmissionController:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
-        self.targets.close()
+        await self.targets.aclose()
 
     async def _watch_silence(self) -> None:
         """Warn once when pods appeared in VPA namespaces but no review arrived for a whole check interval;

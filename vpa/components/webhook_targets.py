@@ -18,8 +18,12 @@ Freshness follows the injected clock; the read deadline follows the wall clock (
 inside an admission request, whose own timeout is real time): under `--clock=sim` at a high time scale a
 virtual 2 s is a few real milliseconds, and every read would time out.
 
-The caches live on the admission path's loop (the webhook's own thread); the reads go to `api_loop`, the
-loop that owns the client, when that is another.
+The caches live on the admission path's loop (the webhook's own thread). Served from there, the reads go
+through a client of that loop (`open_own_client`: the process's configuration on a connection pool,
+limiter and real-time clock of its own), so the first pod of a workload never waits for the main loop,
+busy with a recommender loop or a relist, to carry its reads.
+Reading a well-known owner also fills in its selector (the VPA targeting that owner needs it next), so a
+Deployment's first pod costs two reads (ReplicaSet, Deployment), not three.
 
 Must not: write anything, raise into the admission handler (every failure is a cached "unknown"), or hold
 raw objects beyond the trimmed values.
@@ -34,7 +38,6 @@ from typing import Final, Generic, TypeVar
 
 import structlog
 
-from vpa.components.loop_thread import on_loop
 from vpa.kube.client import ApiError, KubeClient, NotFound, api_path
 from vpa.kube.converting import ConversionError, selector_from_scale, selector_from_workload
 from vpa.kube.leasing import DeadlineExceeded, call_with_deadline
@@ -124,6 +127,10 @@ class _ReadThrough(Generic[V]):
         finally:
             self._inflight.pop(key, None)
 
+    def put(self, key: Ref, value: V, ttl_s: float) -> None:
+        """Remember `value` as if it had just been loaded (a read made for another cache had it)."""
+        self._entries[key] = _Entry(value, self._clock.monotonic(), ttl_s)
+
     def close(self) -> None:
         for task in list(self._background):
             task.cancel()
@@ -151,19 +158,29 @@ class AdmissionTargets:
         # owner cache: ref → controller owner ref (None: it is the top) — _Unavailable is not cached here
         self._owners: _ReadThrough[Ref | None] = _ReadThrough(clock, "owners")
         self._selectors: _ReadThrough[Selector | None] = _ReadThrough(clock, "selectors")
-        self.api_loop: asyncio.AbstractEventLoop | None = None
-        """The loop that owns `client`, when the admission path runs on another (the webhook's thread):
-        reads are sent there. The caches themselves live on the admission path's loop."""
+        self._own_client: KubeClient | None = None
+
+    def open_own_client(self) -> None:
+        """Read through a client of the running loop from now on; call it on the loop the admission path
+        serves from when that is not the given client's (the webhook's thread), and `aclose()` there."""
+        if self._own_client is None:
+            self._own_client = self._client.on_own_pool(RealClock())
 
     def close(self) -> None:
         self._owners.close()
         self._selectors.close()
 
+    async def aclose(self) -> None:
+        """`close()`, and the loop's own client closed."""
+        self.close()
+        client, self._own_client = self._own_client, None
+        if client is not None:
+            await client.close()
+
     async def _read(self, path: str) -> dict[str, object]:
+        client = self._own_client or self._client
         try:
-            read = self._client.get(path, max_retries=1)
-            if self.api_loop is not None:
-                read = on_loop(self.api_loop, read)
+            read = client.get(path, max_retries=1)
             return await call_with_deadline(self._deadline_clock, self.read_timeout_s, read)
         except DeadlineExceeded as err:
             raise _Unavailable(f"GET {path}: no answer within {self.read_timeout_s} s") from err
@@ -179,6 +196,8 @@ class AdmissionTargets:
             return None, self.negative_ttl_s
         except ApiError as err:
             raise _Unavailable(str(err)) from err
+        if self._selectors.peek(ref) is None:
+            self._selectors.put(ref, *self._selector_of(kind, obj))
         metadata = obj.get("metadata")
         owners = metadata.get("ownerReferences") if isinstance(metadata, dict) else None
         for owner in owners if isinstance(owners, list) else []:
@@ -231,9 +250,8 @@ class AdmissionTargets:
         try:
             if kind in WELL_KNOWN:
                 group, version, plural = WELL_KNOWN[kind]
-                obj = await self._read(api_path(group, version, plural, namespace=namespace, name=name))
-                obj.setdefault("kind", kind)
-                return selector_from_workload(obj), self.ttl_s
+                return self._selector_of(
+                    kind, await self._read(api_path(group, version, plural, namespace=namespace, name=name)))
             group, _, version = api_version.rpartition("/")
             path = api_path(
                 group, version, kind.lower() + "s", namespace=namespace, name=name, subresource="scale"
@@ -241,6 +259,15 @@ class AdmissionTargets:
             return selector_from_scale(await self._read(path)), self.ttl_s
         except (ApiError, _Unavailable, ConversionError) as err:
             log.debug("no selector for a VPA target", target="/".join(ref), error=str(err))
+            return None, self.negative_ttl_s
+
+    def _selector_of(self, kind: str, obj: dict[str, object]) -> tuple[Selector | None, float]:
+        """A well-known workload's selector, and how long to keep it."""
+        obj.setdefault("kind", kind)
+        try:
+            return selector_from_workload(obj), self.ttl_s
+        except ConversionError as err:
+            log.debug("no selector for a VPA target", kind=kind, error=str(err))
             return None, self.negative_ttl_s
 
     async def selector(self, namespace: str, target: TargetRef) -> Selector | None:

@@ -363,6 +363,26 @@ class KubeClient:
             on_request=on_request or self._on_request,
         )
 
+    def on_own_pool(self, clock: Clock | None = None) -> KubeClient:
+        """A client with the same configuration, options and request callback on a connection pool of its
+        own, with its own limiter and pacing window on `clock` (default: this client's).
+
+        Its session binds to the running event loop: call this on the loop that will use it (a thread with
+        a loop of its own, such as the webhook's, must not use a client of another loop), and close it
+        there.
+        """
+        api = k8s_client.ApiClient(self._api.configuration)
+        api.user_agent = self._api.user_agent or self.options.user_agent
+        clock = clock or self._clock
+        return KubeClient(
+            api,
+            clock,
+            self.options,
+            limiter=TokenBucket(self.options.qps, self.options.burst, clock),
+            rng=random.Random(),
+            on_request=self._on_request,
+        )
+
     @property
     def api_client(self) -> k8s_client.ApiClient:
         """The underlying kubernetes-asyncio client, for the rare call that wants generated models."""

@@ -1,15 +1,20 @@
-"""`AdmissionTargets` reads: their deadline is real time even when the injected clock runs fast."""
+"""`AdmissionTargets` reads: their deadline is real time even when the injected clock runs fast; a workload's
+selector comes with its read as an owner; served from another loop, they go through a client of that loop."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any, cast
 
+from aiohttp import web
+from kubernetes_asyncio.client import ApiClient, Configuration
+
 from tests.builders import make_pod
+from vpa.components.loop_thread import LoopThread
 from vpa.components.webhook_targets import AdmissionTargets
 from vpa.kube.client import KubeClient
 from vpa.kube.converting import pod_from_dict
-from vpa.model.clock import VirtualClock
+from vpa.model.clock import RealClock, VirtualClock
 from vpa.model.vpa import TargetRef
 
 
@@ -47,3 +52,85 @@ async def test_reads_are_not_cut_short_by_a_fast_virtual_clock() -> None:
     assert selector is not None, "the Deployment read timed out on the virtual clock"
     assert selector.matches(pod.labels)
     assert any("/replicasets/" in p for p in client.paths)
+
+
+class CountingClient(SlowClient):
+    """`SlowClient` without the delay; a ReplicaSet `bad-*` is owned by a Deployment with no selector."""
+
+    async def get(self, path: str, **_: Any) -> dict[str, object]:
+        self.paths.append(path)
+        name = path.rsplit("/", 1)[1]
+        if "/replicasets/" in path:
+            owner = {"kind": "Deployment", "name": name.split("-")[0], "controller": True}
+            return {"metadata": {"name": name, "ownerReferences": [owner]}}
+        selector: object = {"matchLabels": {"app": name}} if name != "bad" else "not a LabelSelector"
+        spec = {"selector": selector}
+        return {"kind": "Deployment", "metadata": {"name": name}, "spec": spec}
+
+
+async def test_a_deployments_first_pod_costs_two_reads_its_selector_comes_with_the_owner() -> None:
+    client = CountingClient()
+    targets = AdmissionTargets(cast(KubeClient, client), VirtualClock(), ttl_s=60, negative_ttl_s=10)
+    pod = pod_from_dict(make_pod("web-7d9f8b6c4-x2k9p", app="web"))
+    try:
+        assert await targets.top_most(pod) == "default/Deployment/web"
+        selector = await targets.selector("default", TargetRef("apps/v1", "Deployment", "web"))
+        # A Deployment whose selector cannot be read is remembered as none, also from the owner's read.
+        bad = pod_from_dict(make_pod("bad-7d9f8b6c4-x2k9p", app="bad"))
+        assert await targets.top_most(bad) == "default/Deployment/bad"
+        assert await targets.selector("default", TargetRef("apps/v1", "Deployment", "bad")) is None
+    finally:
+        await targets.aclose()
+    assert selector is not None
+    assert selector.matches(pod.labels)
+    assert [p.rsplit("/", 2)[1] for p in client.paths] == ["replicasets", "deployments"] * 2
+
+
+async def test_served_from_another_loop_the_reads_use_a_client_of_that_loop() -> None:
+    loops: list[asyncio.AbstractEventLoop] = []
+
+    async def deployment(request: web.Request) -> web.Response:
+        loops.append(asyncio.get_running_loop())
+        return web.json_response({
+            "kind": "Deployment", "metadata": {"name": request.match_info["name"]},
+            "spec": {"selector": {"matchLabels": {"app": "web"}}},
+        })
+
+    app = web.Application()
+    app.router.add_get("/apis/apps/v1/namespaces/{ns}/deployments/{name}", deployment)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    main_client = KubeClient(ApiClient(Configuration(host=f"http://127.0.0.1:{port}")), RealClock())
+    targets = AdmissionTargets(main_client, VirtualClock(), ttl_s=60)
+    main_reads: list[str] = []
+
+    async def main_get(path: str, **_: Any) -> dict[str, object]:
+        main_reads.append(path)
+        raise AssertionError("read through the main loop's client")
+
+    main_client.get = main_get  # type: ignore[method-assign]
+    thread = LoopThread("test-admission")
+    thread.start()
+
+    async def on_thread() -> tuple[object, asyncio.AbstractEventLoop]:
+        targets.open_own_client()
+        try:
+            selector = await targets.selector("default", TargetRef("apps/v1", "Deployment", "web"))
+            return selector, asyncio.get_running_loop()
+        finally:
+            await targets.aclose()
+
+    try:
+        # The main loop answers the server and must stay free; the read must not be carried by it.
+        selector, thread_loop = await thread.call(on_thread())
+    finally:
+        await thread.stop()
+        await main_client.close()
+        await runner.cleanup()
+    assert selector is not None, "the read failed"
+    assert thread_loop is not asyncio.get_running_loop()
+    assert main_reads == []
+    assert len(loops) == 1
