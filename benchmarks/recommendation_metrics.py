@@ -22,8 +22,8 @@ import time
 
 from prometheus_client import CollectorRegistry, generate_latest
 
-from vpa.app.heap import HeapKeeper
 from vpa.components.recommendation_metrics import RecommendationMetrics
+from vpa.heap import HeapKeeper
 from vpa.kube.targets import Resolution
 from vpa.model.pod import ContainerView, PodView
 from vpa.model.resources import Resources

@@ -6,6 +6,8 @@ the API URL and the kubeconfig path (one `key: value` line each, flushed, so scr
 clean exit 0 on SIGTERM/SIGINT. `python -m vpa.sim.main` works too; the project CLI dispatches `vpa sim ...`
 here.
 
+The process holds CPython's automatic full collections back as `vpa run` does (`vpa.heap`).
+
 Must not: implement API or cluster semantics (`vpa.sim.apiserver` / `vpa.sim.cluster` do).
 """
 
@@ -19,6 +21,8 @@ from pathlib import Path
 
 import uvloop
 
+from vpa.cancelling import cancel_and_wait
+from vpa.heap import HeapKeeper
 from vpa.sim.apiserver.harness import SUPPORTED_VERSIONS, SimCluster
 from vpa.sim.contracts import ApiError
 from vpa.sim.kubernetes.cluster import RealCluster
@@ -194,12 +198,15 @@ async def _run(cluster: SimCluster | RealCluster) -> int:
     except (ControlPlaneError, OSError) as err:
         print(f"vpa sim: {err}", file=sys.stderr)
         return 2
+    # The GC policy `vpa run` follows too: full collections over the store are held back to once an hour.
+    heap = asyncio.create_task(HeapKeeper().run(), name="heap")
     try:
         print(f"API server: {cluster.url}", flush=True)
         print(f"kubeconfig: {cluster.kubeconfig_path}", flush=True)
         print(f"Kubernetes version: v{cluster.version[0]}.{cluster.version[1]}", flush=True)
         await stop.wait()
     finally:
+        await cancel_and_wait([heap])
         await cluster.stop()
     return 0
 

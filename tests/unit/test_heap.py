@@ -8,7 +8,7 @@ import gc
 
 from prometheus_client import CollectorRegistry
 
-from vpa.app.heap import HeapKeeper
+from vpa.heap import HeapKeeper
 
 
 class _Cycle:
