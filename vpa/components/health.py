@@ -6,7 +6,8 @@ the event loop, formatted and compressed in a worker thread), `/healthz`
 `/readyz` (readiness: every registered readiness check passes, e.g. watch caches synced), the upstream
 path `/health-check` (same as `/healthz`, so probes written for upstream keep working), `/livez`, and with
 `--profiling` a `/debug/tasks` dump of asyncio tasks and `/debug/stalls` (the longest event-loop stalls
-and the code that ran in them, from `vpa.components.stallprobe`); plus `LoopLagMonitor`, which measures
+and the code that ran in them, from `vpa.components.stallprobe`: the main loop's, then those of the other
+loops registered in `HealthState.stall_reports`, the webhook's); plus `LoopLagMonitor`, which measures
 how late the event loop wakes a sleeper and exports it as `vpa_event_loop_lag_seconds`; and
 `UnsuffixedCounter`, a counter exposed under its exact name (upstream's Go counters such as
 `vpa_recommender_metric_server_responses` have no `_total`, which prometheus_client would append), with
@@ -212,6 +213,9 @@ class HealthState:
         self._readiness: dict[str, Callable[[], bool]] = {}
         self._activity: dict[str, _ActivityCheck] = {}
         self._shutting_down = False
+        self.stall_reports: dict[str, Callable[[], str]] = {}
+        """Stall reports of event loops besides the main one (`--profiling`: the webhook's), by loop name;
+        `/debug/stalls` appends them."""
 
     def add_readiness(self, name: str, check: Callable[[], bool]) -> None:
         self._readiness[name] = check
@@ -331,7 +335,10 @@ def build_app(
             report = stalls
 
             async def stall_report(_: web.Request) -> web.Response:
-                return web.Response(text=report())
+                text = report()
+                for name, other in sorted(state.stall_reports.items()):
+                    text += f"\n\n=== the {name} event loop\n{other()}"
+                return web.Response(text=text)
 
             app.router.add_get("/debug/stalls", stall_report)
     return app

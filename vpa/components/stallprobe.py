@@ -1,10 +1,14 @@
 """Event-loop stall attribution for `--profiling`: which code held the loop, and for how long.
 
 Owns: `StallProbe`, a heartbeat the event loop refreshes every `beat_s` and a sampling thread that, while the
-heartbeat is older than `threshold_s`, samples the loop thread's Python stack (`sys._current_frames`); plus
-a `gc.callbacks` hook timing every cyclic-GC collection. Each stall (from the last heartbeat before it to the
-first after it) is kept with its samples' most frequent frames (innermost first) and the collections that
-ran inside it; the `keep` longest are rendered as text for `/debug/stalls`.
+heartbeat is older than `threshold_s`, samples the loop thread's Python stack (`sys._current_frames`) and
+those of the threads it is told to watch beside it (`also_sample`: the webhook's loop runs on a thread of its
+own and waits whenever the main thread holds the GIL); plus a `gc.callbacks` hook timing every cyclic-GC
+collection of any thread (a collection holds the GIL, so it stops every thread). Each stall (from the last
+heartbeat before it to the first after it) is kept with its samples' most frequent stacks (innermost first),
+the other threads' stacks meanwhile and the collections that ran inside it; the `keep` longest are rendered
+as text for `/debug/stalls`. With `count_waiting`, samples in which the loop thread is not running Python
+(waiting to be scheduled or for the GIL) count too, as a stall of no code of its own.
 
 Must not: run unless asked (`--profiling`: the thread takes the GIL every few milliseconds while the loop is
 stalled, which lengthens the stall it observes by a little), touch anything but its own state, or raise
@@ -21,6 +25,7 @@ import io
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any
@@ -28,9 +33,14 @@ from typing import Any
 Frame = tuple[str, int, str]  # (file, line, function)
 
 
+WAITING: Frame = ("(not running: waiting for the CPU or the GIL)", 0, "")
+IDLE: Frame = ("(idle: its loop waiting for I/O)", 0, "")
+
+
 @dataclass
 class Stall:
-    """One stall: how long the loop was silent, its samples' frames by count, and the collections in it."""
+    """One stall: how long the loop was silent, its samples' frames by count, the other threads' stacks
+    meanwhile, and the collections in it."""
 
     started: float  # perf_counter of the last heartbeat before it
     seconds: float = 0.0
@@ -38,7 +48,8 @@ class Stall:
     frames: collections.Counter[Frame] = field(default_factory=collections.Counter)
     stacks: collections.Counter[tuple[Frame, ...]] = field(default_factory=collections.Counter)
     gc_seconds: float = 0.0
-    gc_longest: tuple[float, int] = (0.0, -1)  # (seconds, generation)
+    gc_longest: tuple[float, int, str] = (0.0, -1, "")  # (seconds, generation, thread name)
+    others: dict[str, collections.Counter[tuple[Frame, ...]]] = field(default_factory=dict)
 
 
 def _stack(frame: FrameType | None, depth: int) -> tuple[Frame, ...]:
@@ -49,7 +60,8 @@ def _stack(frame: FrameType | None, depth: int) -> tuple[Frame, ...]:
     while frame is not None and len(out) < depth:
         code = frame.f_code
         file = code.co_filename
-        if file.endswith(("asyncio/events.py", "asyncio/base_events.py", "asyncio/runners.py")):
+        if file.endswith(("asyncio/events.py", "asyncio/base_events.py", "asyncio/runners.py")) or (
+                file.endswith("loop_thread.py") and code.co_name == "serve"):  # a `LoopThread`'s uvloop
             break
         if file.endswith("selectors.py"):
             return ()
@@ -71,7 +83,11 @@ class StallProbe:
     """Start with `start()` from inside the running loop; `render()` gives the report; `stop()` ends it."""
 
     def __init__(self, *, beat_s: float = 0.002, threshold_s: float = 0.005, sample_s: float = 0.001,
-                 keep: int = 20, depth: int = 12) -> None:
+                 keep: int = 20, depth: int = 12, count_waiting: bool = False,
+                 also_sample: Mapping[str, int] | None = None) -> None:
+        self.also_sample = dict(also_sample or {})
+        """Threads (name → `threading.get_ident()`) whose stacks are sampled beside the loop's."""
+        self._count_waiting = count_waiting
         self._beat_s = beat_s
         self._threshold_s = threshold_s
         self._sample_s = sample_s
@@ -88,7 +104,7 @@ class StallProbe:
         self._task: asyncio.Task[None] | None = None
         self._gc_started = 0.0
         self._gc_seconds_total = 0.0
-        self._gc_longest: tuple[float, int] = (0.0, -1)
+        self._gc_longest: tuple[float, int, str] = (0.0, -1, "")
 
     # ----------------------------------------------------------------------------------- lifecycle
 
@@ -124,39 +140,43 @@ class StallProbe:
     # ------------------------------------------------------------------------------- observation
 
     def _on_gc(self, phase: str, info: dict[str, Any]) -> None:
-        if threading.get_ident() != self._loop_thread:
-            return
+        # Any thread's: a collection holds the GIL throughout (collections never overlap).
         if phase == "start":
             self._gc_started = time.perf_counter()
             return
         seconds = time.perf_counter() - self._gc_started
-        generation = int(info.get("generation", -1))
+        longest = (seconds, int(info.get("generation", -1)), threading.current_thread().name)
         self._gc_seconds_total += seconds
         if seconds > self._gc_longest[0]:
-            self._gc_longest = (seconds, generation)
+            self._gc_longest = longest
         current = self._current
         if current is not None:
             current.gc_seconds += seconds
             if seconds > current.gc_longest[0]:
-                current.gc_longest = (seconds, generation)
+                current.gc_longest = longest
 
     def _sample_loop(self) -> None:
         while not self._stopping.wait(self._sample_s):
-            frame = sys._current_frames().get(self._loop_thread)
+            frames = sys._current_frames()
             now = time.perf_counter()
             with self._lock:
                 if now - self._heartbeat < self._threshold_s:
                     continue
-                stack = _stack(frame, self._depth)
+                stack = _stack(frames.get(self._loop_thread), self._depth)
                 if not stack:
-                    continue
+                    if not self._count_waiting:
+                        continue
+                    stack = (WAITING,)
                 if self._current is None:
                     self._current = Stall(started=self._heartbeat)
                 self._current.samples += 1
                 self._current.stacks[stack] += 1
                 for one in set(stack):
                     self._current.frames[one] += 1
-            del frame
+                for name, ident in self.also_sample.items():
+                    other = _stack(frames.get(ident), self._depth) or (IDLE,)
+                    self._current.others.setdefault(name, collections.Counter())[other] += 1
+            del frames
 
     def _close(self, now: float) -> None:
         stall = self._current
@@ -177,13 +197,25 @@ class StallProbe:
         out = io.StringIO()
         out.write(f"stalls over {self._threshold_s * 1000:.0f} ms: {stalls}; GC total "
                   f"{self._gc_seconds_total:.3f} s, longest collection {self._gc_longest[0] * 1000:.1f} ms "
-                  f"(generation {self._gc_longest[1]})\n")  # fmt: skip
+                  f"{_where(self._gc_longest)}\n")  # fmt: skip
         for stall in longest:
             out.write(f"\n--- {stall.seconds * 1000:.1f} ms, {stall.samples} samples, GC "
-                      f"{stall.gc_seconds * 1000:.1f} ms (longest {stall.gc_longest[0] * 1000:.1f} ms, "
-                      f"generation {stall.gc_longest[1]})\n")  # fmt: skip
-            for stack, n in stall.stacks.most_common(3):
-                out.write(f"  stack seen {n}x:\n")
-                for file, line, func in stack:
-                    out.write(f"    {_short(file)}:{line} {func}\n")
+                      f"{stall.gc_seconds * 1000:.1f} ms (longest {stall.gc_longest[0] * 1000:.1f} ms "
+                      f"{_where(stall.gc_longest)})\n")  # fmt: skip
+            _write_stacks(out, stall.stacks, "  ")
+            for name, stacks in sorted(stall.others.items()):
+                out.write(f"  meanwhile in {name}:\n")
+                _write_stacks(out, stacks, "    ")
         return out.getvalue()
+
+
+def _where(collection: tuple[float, int, str]) -> str:
+    _, generation, thread = collection
+    return f"(generation {generation}, thread {thread or '-'})"
+
+
+def _write_stacks(out: io.StringIO, stacks: collections.Counter[tuple[Frame, ...]], indent: str) -> None:
+    for stack, n in stacks.most_common(3):
+        out.write(f"{indent}stack seen {n}x:\n")
+        for file, line, func in stack:
+            out.write(f"{indent}  {_short(file)}:{line} {func}\n" if line else f"{indent}  {file}\n")
