@@ -22,8 +22,10 @@ The caches live on the admission path's loop (the webhook's own thread). Served 
 through a client of that loop (`open_own_client`: the process's configuration on a connection pool,
 limiter and real-time clock of its own), so the first pod of a workload never waits for the main loop,
 busy with a recommender loop or a relist, to carry its reads.
-Reading a well-known owner also fills in its selector (the VPA targeting that owner needs it next), so a
-Deployment's first pod costs two reads (ReplicaSet, Deployment), not three.
+Reading the top-most well-known owner also fills in its selector (the VPA targeting that owner needs it
+next), so a Deployment's first pod costs two reads (ReplicaSet, Deployment), not three. Entries not asked
+for during `unused_s` (1 h) are dropped, swept at most every `sweep_s` (10 min): every rollout brings a new
+ReplicaSet, and a webhook that runs for months must not keep them all.
 
 Must not: write anything, raise into the admission handler (every failure is a cached "unknown"), or hold
 raw objects beyond the trimmed values.
@@ -59,6 +61,8 @@ WELL_KNOWN: Final = {
     "CronJob": ("batch", "v1", "cronjobs"),
 }
 POD_TEMPLATE_HASH: Final = "pod-template-hash"
+UNUSED_S: Final = 3600.0
+SWEEP_S: Final = 600.0
 _MAX_DEPTH: Final = 8
 
 V = TypeVar("V")
@@ -74,27 +78,39 @@ class _Entry(Generic[V]):
     value: V
     fetched: float  # clock.monotonic()
     ttl_s: float
+    used: float  # clock.monotonic() of the last `get` that answered it
 
 
 class _ReadThrough(Generic[V]):
-    """Cache with single-flight loads and stale-while-revalidate."""
+    """Cache with single-flight loads, stale-while-revalidate, and entries unused for `unused_s` dropped."""
 
-    def __init__(self, clock: Clock, name: str) -> None:
+    def __init__(self, clock: Clock, name: str, *, unused_s: float = UNUSED_S, sweep_s: float = SWEEP_S,
+                 ) -> None:
         self._clock = clock
         self.name = name
+        self.unused_s = unused_s
+        self.sweep_s = sweep_s
         self._entries: dict[Ref, _Entry[V]] = {}
         self._inflight: dict[Ref, asyncio.Future[V]] = {}
         self._background: set[asyncio.Task[None]] = set()
+        self._swept = clock.monotonic()
         self.loads = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
     def peek(self, key: Ref) -> V | None:
         entry = self._entries.get(key)
         return None if entry is None else entry.value
 
     async def get(self, key: Ref, load: Callable[[], Awaitable[tuple[V, float]]]) -> V:
+        now = self._clock.monotonic()
+        if now - self._swept >= self.sweep_s:
+            self._sweep(now)
         entry = self._entries.get(key)
         if entry is not None:
-            if self._clock.monotonic() - entry.fetched > entry.ttl_s and key not in self._inflight:
+            entry.used = now
+            if now - entry.fetched > entry.ttl_s and key not in self._inflight:
                 task = asyncio.ensure_future(self._load(key, load))
                 self._background.add(task)
                 task.add_done_callback(self._background.discard)
@@ -121,7 +137,7 @@ class _ReadThrough(Generic[V]):
             future.exception()  # retrieved: waiters get it through shield; nobody else must warn
             raise
         else:
-            self._entries[key] = _Entry(value, self._clock.monotonic(), ttl_s)
+            self.put(key, value, ttl_s)
             future.set_result(value)
             return value
         finally:
@@ -129,7 +145,13 @@ class _ReadThrough(Generic[V]):
 
     def put(self, key: Ref, value: V, ttl_s: float) -> None:
         """Remember `value` as if it had just been loaded (a read made for another cache had it)."""
-        self._entries[key] = _Entry(value, self._clock.monotonic(), ttl_s)
+        now = self._clock.monotonic()
+        self._entries[key] = _Entry(value, now, ttl_s, now)
+
+    def _sweep(self, now: float) -> None:
+        self._swept = now
+        for key in [key for key, entry in self._entries.items() if now - entry.used > self.unused_s]:
+            del self._entries[key]
 
     def close(self) -> None:
         for task in list(self._background):
@@ -196,8 +218,6 @@ class AdmissionTargets:
             return None, self.negative_ttl_s
         except ApiError as err:
             raise _Unavailable(str(err)) from err
-        if self._selectors.peek(ref) is None:
-            self._selectors.put(ref, *self._selector_of(kind, obj))
         metadata = obj.get("metadata")
         owners = metadata.get("ownerReferences") if isinstance(metadata, dict) else None
         for owner in owners if isinstance(owners, list) else []:
@@ -205,6 +225,9 @@ class AdmissionTargets:
                 owner_kind, owner_name = owner.get("kind"), owner.get("name")
                 if isinstance(owner_kind, str) and isinstance(owner_name, str) and owner_kind and owner_name:
                     return (namespace, owner_kind, owner_name), self.ttl_s
+        # The top of the chain: the one a VPA may target (upstream refuses a target that has a controller).
+        if self._selectors.peek(ref) is None:
+            self._selectors.put(ref, *self._selector_of(kind, obj))
         return None, self.ttl_s
 
     async def top_most(self, pod: PodView) -> str | None:

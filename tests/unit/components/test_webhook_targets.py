@@ -134,3 +134,28 @@ async def test_served_from_another_loop_the_reads_use_a_client_of_that_loop() ->
     assert thread_loop is not asyncio.get_running_loop()
     assert main_reads == []
     assert len(loops) == 1
+
+
+async def test_entries_unused_for_an_hour_are_dropped_and_used_ones_kept() -> None:
+    # Every rollout brings a new ReplicaSet: a webhook running for months must not keep every one it saw.
+    clock = VirtualClock()
+    client = CountingClient()
+    targets = AdmissionTargets(cast(KubeClient, client), clock, ttl_s=1e9)
+    old = pod_from_dict(make_pod("web-1111111111-aaaaa", template_hash="1111111111"))
+    new = pod_from_dict(make_pod("web-2222222222-bbbbb", template_hash="2222222222"))
+    try:
+        await targets.top_most(old)
+        await targets.top_most(new)
+        owners = targets._owners
+        assert len(owners) == 3  # two ReplicaSets and their Deployment
+        for _ in range(7):  # 70 min in which only the new ReplicaSet's pods arrive
+            clock.advance(600)
+            assert await targets.top_most(new) == "default/Deployment/web"
+        assert len(owners) == 2
+        reads = len(client.paths)
+        assert await targets.top_most(new) == "default/Deployment/web"
+        assert len(client.paths) == reads  # what was used stayed cached
+        assert await targets.top_most(old) == "default/Deployment/web"
+        assert len(client.paths) == reads + 1  # the dropped ReplicaSet is read again
+    finally:
+        await targets.aclose()
