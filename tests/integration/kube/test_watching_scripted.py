@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 import weakref
 from typing import Any
 
@@ -162,3 +163,39 @@ async def test_relist_applies_each_page_to_the_cache_without_a_second_copy() -> 
             assert peak[0] <= 41, f"{peak[0]} values alive at once during the relist"
         finally:
             await stop(cache, task)
+
+
+async def test_a_burst_of_watch_events_is_handled_in_slices() -> None:
+    # 3,000 events of 0.1 ms each, sent at once: buffered lines are handed over without passing through the
+    # event loop, so without slices one network chunk (hundreds of events) would hold it in one go.
+    clock = VirtualClock()
+    order: list[str] = []
+
+    def slow(obj: dict[str, Any]) -> Cm | None:
+        until = time.perf_counter() + 0.0001
+        while time.perf_counter() < until:
+            pass
+        order.append("event")
+        return cm_from_dict(obj)
+
+    async def ticker() -> None:
+        while True:
+            order.append("tick")
+            await asyncio.sleep(0)
+
+    async with ScriptedServer() as server:
+        server.then(200, page([], "10"))
+        server.stream([event("ADDED", item(f"cm-{i}", str(11 + i))) for i in range(3000)])
+        cache, task = await start(server, clock, transform=slow, slice_s=0.003)
+        tick = asyncio.create_task(ticker())
+        try:
+            await eventually(lambda: len(cache.list()) == 3000, what="every event applied")
+        finally:
+            tick.cancel()
+            await stop(cache, task)
+    longest = run = 0
+    for what in order:
+        run = run + 1 if what == "event" else 0
+        longest = max(longest, run)
+    # About 30 events per 3 ms slice; a whole chunk of the stream is several hundred.
+    assert longest < 150, longest
