@@ -25,7 +25,6 @@ caches no longer have.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Final, Protocol
@@ -43,6 +42,7 @@ from vpa.model.pod import PodView
 from vpa.model.resources import CPU, MEMORY, Resources
 from vpa.model.selector import Selector
 from vpa.model.vpa import TargetRef, VpaView
+from vpa.pacing import Slices
 
 log = structlog.get_logger(__name__)
 
@@ -203,15 +203,14 @@ class RecommendationMetrics(Collector):
             await asyncio.sleep(0)
         vpas = sorted(self._vpas.list(), key=_vpa_order)
         budget = SeriesBudget(self.max_series)
-        slice_started = time.perf_counter()
+        slices = Slices(CHUNK_BUDGET_S)
         for vpa in vpas:
             resolution = await self._resolver.resolve(vpa.namespace, vpa.target_ref)
             selector: Selector | None = resolution.selector
             pods = [] if selector is None else index.matching(vpa.namespace, selector)
             budget.add(vpa, container_series(vpa, container_rows(vpa, pods)))
-            if time.perf_counter() - slice_started > CHUNK_BUDGET_S:
-                await asyncio.sleep(0)
-                slice_started = time.perf_counter()
+            if slices.due():
+                await slices.pause()
         self._resolver.forget_unused()
         self._series, dropped = budget.kept, budget.dropped
         exported = sum(len(item.samples) for item in self._series)

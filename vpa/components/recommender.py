@@ -94,6 +94,7 @@ from vpa.model.vpa import (
     VpaStatus,
     VpaView,
 )
+from vpa.pacing import Slices
 
 log = structlog.get_logger(__name__)
 
@@ -477,23 +478,6 @@ async def _produce_and_write(produce: Callable[[Callable[[J], Awaitable[None]]],
             task.cancel()
 
 
-class _Pacer:
-    """Yields to the event loop once `budget_s` of CPU time has been spent since the last yield."""
-
-    __slots__ = ("budget_s", "started")
-
-    def __init__(self, budget_s: float) -> None:
-        self.budget_s = budget_s
-        self.started = time.perf_counter()
-
-    def due(self) -> bool:
-        return time.perf_counter() - self.started >= self.budget_s
-
-    async def pause(self) -> None:
-        await asyncio.sleep(0)
-        self.started = time.perf_counter()
-
-
 async def _release(items: list[Any], chunk: int = 1000) -> None:
     """Empty a big list (a read this loop owns) a chunk at a time, yielding to the event loop between."""
     while items:
@@ -501,7 +485,7 @@ async def _release(items: list[Any], chunk: int = 1000) -> None:
         await asyncio.sleep(0)
 
 
-async def _paced(steps: Generator[None, None, T], pacer: _Pacer) -> T:
+async def _paced(steps: Generator[None, None, T], pacer: Slices) -> T:
     """Run a pure-layer generator of small steps (e.g. `ClusterState.garbage_collect_steps`) to its end,
     yielding to the event loop whenever the pacer says so; returns the generator's result."""
     while True:
@@ -817,7 +801,7 @@ class Recommender:
     # -------------------------------------------------------------------------------------- steps
 
     async def _load_vpas(self, report: LoopReport, now: float) -> None:
-        pacer = _Pacer(self._chunk_budget_s)
+        pacer = Slices(self._chunk_budget_s)
         handled: list[VpaView] = []
         for vpa in self._vpas.list():
             if self.handles(vpa):
@@ -831,7 +815,7 @@ class Recommender:
             resolutions.extend(await asyncio.gather(
                 *(self._resolver.resolve(vpa.namespace, vpa.target_ref) for vpa in chunk)))
         cluster = self.core.cluster
-        pacer = _Pacer(self._chunk_budget_s)  # the resolutions awaited: a fresh slice
+        pacer = Slices(self._chunk_budget_s)  # the resolutions awaited: a fresh slice
         keep: set[tuple[str, str]] = set()
         for vpa, resolution in zip(handled, resolutions, strict=True):
             key = (vpa.namespace, vpa.name)
@@ -856,7 +840,7 @@ class Recommender:
                 await pacer.pause()
         report.vpas = len(self._tracked)
 
-    async def _selectors_by_namespace(self, pacer: _Pacer) -> dict[str, list[Selector]]:
+    async def _selectors_by_namespace(self, pacer: Slices) -> dict[str, list[Selector]]:
         out: dict[str, list[Selector]] = {}
         for (namespace, _), tracked in list(self._tracked.items()):
             if tracked.resolution.ok and tracked.resolution.selector is not None:
@@ -867,7 +851,7 @@ class Recommender:
 
     async def _load_pods(self, report: LoopReport, now: float, live: set[PodId]) -> None:
         applied = self._applied_pods
-        pacer = _Pacer(self._chunk_budget_s)
+        pacer = Slices(self._chunk_budget_s)
         selectors = await self._selectors_by_namespace(pacer) if self.settings.memory_saver else None
         from_status = from_spec = 0
         for cached in self._pods.list():
@@ -931,7 +915,7 @@ class Recommender:
         OOMs observed since the last loop."""
         cluster = self.core.cluster
         quality = self.metrics.quality
-        pacer = _Pacer(self._chunk_budget_s)
+        pacer = Slices(self._chunk_budget_s)
         for usage in read.pods:
             pod_id = PodId(usage.namespace, usage.name)
             for container in usage.containers:
@@ -980,7 +964,7 @@ class Recommender:
 
     async def _delete_removed_pods(self, live: set[PodId]) -> None:
         cluster = self.core.cluster
-        pacer = _Pacer(self._chunk_budget_s)
+        pacer = Slices(self._chunk_budget_s)
         removed: list[PodId] = []
         for pod_id in list(cluster.pod_ids()):
             if pod_id not in live:
@@ -1025,7 +1009,7 @@ class Recommender:
         counts: dict[tuple[str, str, str, str], int] = {}
         report.vpa_object_counts = counts  # partial counts survive a failure half-way
         quality = self.metrics.quality
-        pacer = _Pacer(self._chunk_budget_s)
+        pacer = Slices(self._chunk_budget_s)
         nodes = self._nodes.list() if self._nodes is not None else None
         # HPAs by (namespace, kind, name) of their target: each VPA looks at its own target's only.
         hpas: dict[tuple[str, str, str], list[HpaView]] = {}
@@ -1156,7 +1140,7 @@ class Recommender:
         Checkpoint content is computed here, paced; the workers only write."""
         cluster = self.core.cluster
         workers = max(1, self.settings.update_worker_count)
-        pacer = _Pacer(self._chunk_budget_s)
+        pacer = Slices(self._chunk_budget_s)
         candidates: list[tuple[float, tuple[str, str]]] = []
         for key, tracked in list(self._tracked.items()):
             if not self._fetching_history(tracked.view):
@@ -1223,7 +1207,7 @@ class Recommender:
 
     async def _collect_checkpoints(self) -> int:
         """Delete checkpoints whose VPA no longer exists (any recommender's VPAs count as existing)."""
-        pacer = _Pacer(self._chunk_budget_s)
+        pacer = Slices(self._chunk_budget_s)
         existing: set[tuple[str, str]] = set()
         for vpa in self._vpas.list():
             existing.add((vpa.namespace, vpa.name))
@@ -1231,7 +1215,7 @@ class Recommender:
                 await pacer.pause()
         deleted = 0
         items = await self._checkpoints.list()
-        pacer = _Pacer(self._chunk_budget_s)
+        pacer = Slices(self._chunk_budget_s)
         for item in items:
             if pacer.due():
                 await pacer.pause()
@@ -1254,7 +1238,7 @@ class Recommender:
 
     async def _garbage_collect(self, report: LoopReport, now: float) -> None:
         cluster = self.core.cluster
-        pacer = _Pacer(self._chunk_budget_s)
+        pacer = Slices(self._chunk_budget_s)
         finished = cluster.pods_needing_controller_check()
         with_controller: list[PodId] = []
         if finished:

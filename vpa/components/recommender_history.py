@@ -16,8 +16,6 @@ read (the recommender then starts without history, as upstream does), or touch r
 
 from __future__ import annotations
 
-import asyncio
-import time
 from dataclasses import dataclass, field
 from typing import Final, Protocol
 
@@ -28,6 +26,7 @@ from vpa.kube.historyreading import ClusterHistory, PrometheusError, RequestObse
 from vpa.logic.recommender_cluster import ClusterState, ContainerId, PodId
 from vpa.logic.recommender_numerics import amount_from_float, cpu_amount_from_cores
 from vpa.model.resources import Resources
+from vpa.pacing import Slices
 
 log = structlog.get_logger(__name__)
 
@@ -109,7 +108,7 @@ async def load_history(source: HistorySource | None, cluster: ClusterState, metr
         metrics.load_errors.labels(reason="malformed_series").inc()
         log.warning("recommender_history_series_skipped", series=history.series_skipped)
 
-    started = time.perf_counter()
+    slices = Slices(chunk_budget_s)  # the webhook shares the event loop
     for (namespace, name), pod in history.pods.items():
         pod_id = PodId(namespace, name)
         cluster.add_or_update_pod(pod_id, pod.labels, HISTORY_POD_PHASE, now)
@@ -128,9 +127,8 @@ async def load_history(source: HistorySource | None, cluster: ClusterState, metr
                     report.samples += 1
                 else:
                     report.samples_skipped += 1
-            if time.perf_counter() - started >= chunk_budget_s:
-                await asyncio.sleep(0)  # the webhook shares the event loop
-                started = time.perf_counter()
+            if slices.due():
+                await slices.pause()
     log.info("recommender_history_loaded", pods=report.pods, containers=report.containers,
              samples=report.samples, samples_skipped=report.samples_skipped)
     return report

@@ -31,6 +31,7 @@ import structlog
 
 from vpa.model.durations import format_prometheus_duration_s
 from vpa.model.settings import PrometheusSettings
+from vpa.pacing import Slices
 
 log = structlog.get_logger(__name__)
 
@@ -226,11 +227,10 @@ class PrometheusHistoryReader:
     async def _add_usage(self, history: ClusterHistory, series: list[Mapping[str, Any]],
                          resource: str) -> None:
         s = self.settings
-        started = time.perf_counter()
+        slices = Slices(self._chunk_budget_s)  # a long history must not stall the event loop
         for item in series:
-            if time.perf_counter() - started >= self._chunk_budget_s:
-                await asyncio.sleep(0)  # a long history must not stall the event loop the webhook shares
-                started = time.perf_counter()
+            if slices.due():
+                await slices.pause()
             labels = _labels(item)
             namespace = labels.get(s.container_namespace_label)
             pod_name = labels.get(s.container_pod_name_label)

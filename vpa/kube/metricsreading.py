@@ -13,12 +13,10 @@ errors in metrics (the caller decides what a failed read means and counts it).
 
 from __future__ import annotations
 
-import asyncio
 import codecs
 import contextlib
 import json
 import re
-import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -26,6 +24,7 @@ from typing import Any, Final
 from vpa.kube.client import ApiError, KubeClient, api_path
 from vpa.kube.converting import ConversionError, parse_time
 from vpa.model.quantity import Quantity, QuantityError
+from vpa.pacing import Slices
 
 METRICS_GROUP: Final = "metrics.k8s.io"
 METRICS_VERSION: Final = "v1beta1"
@@ -125,16 +124,15 @@ class PodMetricsReader:
         # one at a time, in slices that yield to the event loop (the webhook shares it); each item is
         # dropped once converted.
         stream = ListStream()
-        slice_started = time.perf_counter()
+        slices = Slices(_SLICE_S)
         try:
             body = self._client.get_chunks(self._path, timeout_s=self._timeout_s)
             async with contextlib.aclosing(body) as chunks:
                 async for chunk in chunks:
                     for item in stream.feed(chunk):
                         self._convert(item, out)
-                        if time.perf_counter() - slice_started >= _SLICE_S:
-                            await asyncio.sleep(0)
-                            slice_started = time.perf_counter()
+                        if slices.due():
+                            await slices.pause()
             for item in stream.finish():
                 self._convert(item, out)
         except ValueError as err:  # UnicodeDecodeError and JSONDecodeError are ValueErrors

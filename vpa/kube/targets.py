@@ -26,7 +26,6 @@ object (every failure becomes an unsupported-config `Resolution`).
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -38,6 +37,7 @@ from vpa.kube.converting import ConversionError, selector_from_scale, selector_f
 from vpa.model.clock import Clock
 from vpa.model.selector import Selector
 from vpa.model.vpa import TargetRef
+from vpa.pacing import Slices
 
 log = structlog.get_logger(__name__)
 
@@ -51,7 +51,6 @@ WELL_KNOWN: Final[Mapping[str, tuple[str, str, str]]] = {
     "CronJob": ("batch", "v1", "cronjobs"),
 }
 _MAX_CHAIN: Final = 32
-_SLICE_S: Final = 0.003  # longest stretch of workload conversion between yields to the event loop
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,7 +288,7 @@ class TargetResolver:
             del page
             # 500 workloads converted in slices (the recommender's first loop shares the event loop with the
             # webhook; one page in one go held it up to 46 ms on a loaded machine), each dropped once read.
-            started = time.perf_counter()
+            slices = Slices()
             for index, obj in enumerate(items):
                 items[index] = None
                 metadata = obj.get("metadata") if isinstance(obj, Mapping) else None
@@ -297,9 +296,8 @@ class TargetResolver:
                     continue
                 snapshot.nodes[(str(metadata.get("namespace") or ""), metadata["name"])] = _workload_node(
                     kind, obj)
-                if time.perf_counter() - started >= _SLICE_S:
-                    await asyncio.sleep(0)
-                    started = time.perf_counter()
+                if slices.due():
+                    await slices.pause()
             if not continue_token:
                 return snapshot
             await asyncio.sleep(0)

@@ -23,7 +23,6 @@ import contextlib
 import gc
 import random
 import sys
-import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, fields
 from typing import Any, Generic, TypeVar
@@ -35,6 +34,7 @@ from vpa.cancelling import cancel_and_wait
 from vpa.kube.client import ApiError, Gone, KubeClient, Query
 from vpa.kube.metricsreading import list_items
 from vpa.model.clock import Clock, RealClock
+from vpa.pacing import Slices
 
 T = TypeVar("T")
 Key = tuple[str, str]  # (namespace, name); namespace is "" for cluster-scoped objects
@@ -401,8 +401,7 @@ class WatchCache(Generic[T]):
         kube-apiserver orders the fields)."""
         others: dict[str, object] = {}
         told = False
-        slice_s = self._slice_s
-        started = time.perf_counter()
+        slices = Slices(self._slice_s)
         try:
             text = raw.decode("utf-8")
             for obj in list_items(text, others):
@@ -416,9 +415,8 @@ class WatchCache(Generic[T]):
                     seen.add(key)
                     self._upsert(key, rv, value)
                     del converted, value
-                if time.perf_counter() - started >= slice_s:
-                    await asyncio.sleep(0)
-                    started = time.perf_counter()
+                if slices.due():
+                    await slices.pause()
         except (ValueError, IndexError, UnicodeDecodeError) as err:
             raise ApiError(0, "BadList", f"LIST {self._path} did not return a list: {err}") from None
         metadata = _as_dict(others.get("metadata"))
@@ -493,8 +491,7 @@ class WatchCache(Generic[T]):
         items, rvs = self._items, self._rvs
         if len(items) == len(seen):
             return  # every cached key was LISTed (`seen` only holds keys now in the cache)
-        slice_s = self._slice_s
-        started = time.perf_counter()
+        slices = Slices(self._slice_s)
         gone = [key for key in items if key not in seen]
         for key in gone:
             old = items.pop(key, None)
@@ -503,9 +500,8 @@ class WatchCache(Generic[T]):
             self._index_remove(key, old)
             del rvs[key]
             self._deliver_delete(old)
-            if time.perf_counter() - started >= slice_s:
-                await asyncio.sleep(0)
-                started = time.perf_counter()
+            if slices.due():
+                await slices.pause()
 
     # ----------------------------------------------------------------------------------------- WATCH
 
@@ -548,15 +544,14 @@ class WatchCache(Generic[T]):
         # A line already buffered is handed over without a pass through the event loop, so a burst of events
         # (10,000 VPA status writes in a first loop, a rollout's pods) is handled in slices like a LIST's
         # items; the time the stream waited for data counts too, costing at most one spare yield.
-        started = time.perf_counter()
+        slices = Slices(self._slice_s)
         async with contextlib.aclosing(stream) as lines:
             async for line in lines:
                 self._last_event = self._wall.monotonic()
                 progress[0] = True
                 self._handle_line(line)
-                if time.perf_counter() - started >= self._slice_s:
-                    await asyncio.sleep(0)
-                    started = time.perf_counter()
+                if slices.due():
+                    await slices.pause()
 
     def _handle_line(self, line: bytes) -> None:
         try:

@@ -1,0 +1,55 @@
+"""`Slices`: a paced task alone gets the whole slice of a loop pass; several share one slice per pass, each
+still progressing in every pass."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from vpa.pacing import MIN_SLICE_S, Slices
+
+
+def _item() -> None:
+    until = time.perf_counter() + 0.0001  # 0.1 ms of CPU per item
+    while time.perf_counter() < until:
+        pass
+
+
+async def _passes(tasks: int, items: int) -> list[list[int]]:
+    """Items done by each task between two runs of a ticker that yields every pass."""
+    passes: list[list[int]] = [[0] * tasks]
+    done = asyncio.Event()
+
+    async def ticker() -> None:
+        while not done.is_set():
+            passes.append([0] * tasks)
+            await asyncio.sleep(0)
+
+    async def work(index: int) -> None:
+        slices = Slices(0.003)
+        for _ in range(items):
+            _item()
+            passes[-1][index] += 1
+            if slices.due():
+                await slices.pause()
+
+    tick = asyncio.create_task(ticker())
+    await asyncio.gather(*(work(i) for i in range(tasks)))
+    done.set()
+    await tick
+    return [p for p in passes if sum(p)]
+
+
+async def test_a_task_alone_gets_the_whole_slice() -> None:
+    passes = await _passes(1, 600)
+    assert max(sum(p) for p in passes) >= 20  # about 30 items of 0.1 ms in a 3 ms slice
+
+
+async def test_tasks_share_one_slice_per_pass_and_each_progresses() -> None:
+    passes = await _passes(4, 600)
+    steady = passes[2:-4]  # after the first passes (each task's first slice is whole) and before the ends
+    assert steady
+    # Four tasks of their own 3 ms slices would do about 120 items per pass; sharing one, about 30-40.
+    assert max(sum(p) for p in steady) < 80, max(sum(p) for p in steady)
+    assert all(all(n >= 1 for n in p) for p in steady)  # none waits a pass out
+    assert MIN_SLICE_S <= 0.003 / 4
