@@ -27,7 +27,8 @@ Never adds an action of its own: what is evicted is exactly the plan's `Action.E
 `InPlace` VPAs are never evicted, on any error path); a failed resize is remembered (`rejected=True`) and
 the *next* plan decides whether `InPlaceOrRecreate` falls back to eviction.
 
-Event-loop budget (DESIGN §6): matching and recommendation capping yield every `_YIELD_EVERY` pods; a VPA
+Event-loop budget (DESIGN §6): matching, recommendation capping and planning pace themselves with the
+loop's shared slices (`vpa.pacing`); a VPA
 with more than `plan_in_thread_above` pods is planned in a worker thread (the plan is pure and its inputs
 immutable snapshots), so one huge workload cannot stall the loop; actuation is I/O.
 
@@ -76,6 +77,7 @@ from vpa.model.resources import Resources
 from vpa.model.selector import Selector
 from vpa.model.settings import UpdaterSettings
 from vpa.model.vpa import VPA_API_VERSION, Recommendation, RecommendedContainerResources, UpdateMode, VpaView
+from vpa.pacing import Slices
 
 log = structlog.get_logger(__name__)
 
@@ -139,7 +141,6 @@ _LATENCY_BUCKETS: Final = (
     120.0,
     300.0,
 )
-_YIELD_EVERY: Final = 500
 _MAX_SIZE_LOG2: Final = 20
 _DEAD_PHASES: Final = frozenset({"Succeeded", "Failed"})
 
@@ -655,10 +656,9 @@ class Updater:
         pods_cache = self.ctx.pods
         live_uids: set[str] = set()
         work: dict[str, _Work] = {}
-        seen = 0
+        slices = Slices()
         for owner in pods_cache.index_values("owner"):
             members = pods_cache.by_index("owner", owner)
-            seen += len(members)
             namespace, kind, name = owner.split("/", 2)
             top = self.controllers.top_most(namespace, kind, name)
             candidates: list[tuple[VpaView, Selector | None]] = []
@@ -681,9 +681,8 @@ class Updater:
                         entry = work[chosen.key] = _Work(chosen)
                     # Gate NativeSidecar: sidecars are weighed, capped and resized like containers.
                     entry.pods.append(pod.with_native_sidecars() if self.gates.native_sidecar else pod)
-            if seen >= _YIELD_EVERY:
-                seen = 0
-                await asyncio.sleep(0)
+            if slices.due():
+                await slices.pause()
         return work, live_uids
 
     def _forget_missing(self, live_uids: set[str]) -> None:
@@ -708,17 +707,17 @@ class Updater:
         return out
 
     async def _recommendations(
-        self, vpa: VpaView, pods: list[PodView], limits: NamespaceLimits
+        self, vpa: VpaView, pods: list[PodView], limits: NamespaceLimits, slices: Slices
     ) -> dict[str, Recommendation | None]:
         memo: dict[tuple[object, ...], Recommendation | None] = {}
         out: dict[str, Recommendation | None] = {}
-        for index, pod in enumerate(pods, 1):
+        for pod in pods:
             shape = _shape_key(pod)
             if shape not in memo:
                 memo[shape] = processed_recommendation(pod, vpa, limits)
             out[pod.uid] = memo[shape]
-            if index % _YIELD_EVERY == 0:
-                await asyncio.sleep(0)
+            if slices.due():
+                await slices.pause()
         return out
 
     async def _plan(self, work: dict[str, _Work], report: LoopReport) -> None:
@@ -731,6 +730,7 @@ class Updater:
         )
         limits_by_namespace: dict[str, NamespaceLimits] = {}
         observed: ObservedCache = {}
+        slices = Slices()
         for entry in work.values():
             vpa = entry.vpa
             entry.size = str(vpa_size_log2(len(entry.pods)))
@@ -743,7 +743,7 @@ class Updater:
                 limits = limits_by_namespace[vpa.namespace] = namespace_limits(
                     self.controllers.limit_ranges(vpa.namespace)
                 )
-            recs = await self._recommendations(vpa, entry.pods, limits)
+            recs = await self._recommendations(vpa, entry.pods, limits, slices)
             inputs = PassInputs(
                 now=inputs_base.now,
                 settings=inputs_base.settings,
@@ -757,11 +757,13 @@ class Updater:
                 plan = await asyncio.to_thread(
                     plan_vpa, vpa, entry.pods, inputs, recommendation_for=recommendation_for
                 )
+                slices.restart()
             else:
                 plan = plan_vpa(
                     vpa, entry.pods, inputs, recommendation_for=recommendation_for, observed_cache=observed
                 )
-                await asyncio.sleep(0)
+                if slices.due():
+                    await slices.pause()
             entry.plan = plan
             report.plans.append(plan)
             if plan.skip_reason is Reason.IN_PLACE_GATE_OFF:
