@@ -28,7 +28,8 @@ SLICE_S: Final = 0.003
 """A pass's paced work, in seconds: the webhook measured p99 31 ms with 10 ms slices and 12 ms with 3 ms
 while it still shared the main loop (`benchmarks.webhook_during_recommender`)."""
 MIN_SLICE_S: Final = 0.0005
-"""The least a paced task gets per pass however many share it, so that each makes progress."""
+"""The least a paced task gets per pass however many share it, so that each makes progress (never more than
+the task's own `slice_s`: a task asking for a zero slice yields after every item)."""
 
 
 class _Pass:
@@ -80,7 +81,7 @@ class Slices:
             # next pass and sees how many paused in this one.
             self._loop.call_soon(shared.next_pass)
         await asyncio.sleep(0)
-        self.budget_s = max(MIN_SLICE_S, min(self.slice_s, self.slice_s / shared.last))
+        self.budget_s = min(self.slice_s, max(MIN_SLICE_S, self.slice_s / shared.last))
         self.started = time.perf_counter()
 
     def restart(self) -> None:

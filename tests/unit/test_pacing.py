@@ -53,3 +53,12 @@ async def test_tasks_share_one_slice_per_pass_and_each_progresses() -> None:
     assert max(sum(p) for p in steady) < 80, max(sum(p) for p in steady)
     assert all(all(n >= 1 for n in p) for p in steady)  # none waits a pass out
     assert MIN_SLICE_S <= 0.003 / 4
+
+
+async def test_a_slice_smaller_than_the_minimum_is_kept() -> None:
+    others = [Slices(0.003) for _ in range(3)]
+    zero = Slices(0.0)
+    for _ in range(3):
+        await asyncio.gather(*(s.pause() for s in [*others, zero]))
+        assert zero.budget_s == 0.0  # yields after every item, as asked
+        assert all(s.budget_s == 0.003 / 4 for s in others)  # 3 ms shared by four
