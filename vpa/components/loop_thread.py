@@ -2,7 +2,7 @@
 
 Owns: `LoopThread` (starts a thread running a fresh uvloop loop, runs coroutines on it from another loop,
 stops it and joins the thread) and `on_loop` (awaits a coroutine on a given loop from whichever loop the
-caller runs on: how the webhook's thread sends its few API reads back to the loop that owns the client).
+caller runs on: how the main loop starts and stops what runs on the webhook's thread).
 
 Why: the webhook shares the process with the recommender and the watch caches. On one event loop a review
 waits behind every callback that is ready when it arrives (a relist's and a recommender loop's 3 ms slices,
