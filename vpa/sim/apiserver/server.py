@@ -8,8 +8,8 @@ kubectl's client-side apply computes strategic merge patches from its compiled-i
 answers 404); LIST with `limit`/`continue`; chunked WATCH streams with bookmarks, `timeoutSeconds`,
 `sendInitialEvents` and 410 `Expired`; `Table` output; `status`/`scale` subresources; hook-served
 subresources and aggregated APIs; the events.k8s.io view of Events; JSON, YAML and (for kubectl's typed
-clients) protobuf request bodies; `Status` errors; faults (resource requests only: discovery, `/version`
-and `/sim/v1` are never paused or failed).
+clients) protobuf request bodies; gzip for bodies over 128 KiB (`compression`); `Status` errors; faults
+(resource requests only: discovery, `/version` and `/sim/v1` are never paused or failed).
 
 Server-side apply (`application/apply-patch+yaml`) is approximated: the applied configuration is merged
 like a strategic merge patch (built-ins) or a merge patch (custom resources), creating the object when it
@@ -49,6 +49,7 @@ import yaml
 from aiohttp import web
 
 from vpa.sim.apiserver import protobuf, tables, views
+from vpa.sim.apiserver.compression import compress_large_responses
 from vpa.sim.apiserver.faults import Faults
 from vpa.sim.apiserver.registry import ResourceType
 from vpa.sim.apiserver.selectors import selector_to_string
@@ -161,7 +162,9 @@ class ApiServer:
         self.ready = True
         self.audit: list[AuditRecord] | None = None
         self._streams: set[asyncio.Task[Any]] = set()
-        self.app = web.Application(client_max_size=64 * 2**20, middlewares=[self._errors])
+        self.app = web.Application(
+            client_max_size=64 * 2**20, middlewares=[compress_large_responses, self._errors]
+        )
         self.app.on_response_prepare.append(_priority_and_fairness_headers)
         r = self.app.router
         r.add_get("/version", self._version)

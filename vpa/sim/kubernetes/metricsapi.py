@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable
 import orjson
 from aiohttp import web
 
+from vpa.sim.apiserver.compression import compress_large_responses
 from vpa.sim.apiserver.tls import ServingCerts, generate_certs
 from vpa.sim.contracts import AggregatedLister, ApiError, JsonObj
 
@@ -50,7 +51,7 @@ class MetricsApi:
         self._runner: web.AppRunner | None = None
 
     async def start(self) -> None:
-        app = web.Application()
+        app = web.Application(middlewares=[compress_large_responses])
         base = f"/apis/{GROUP}/{VERSION}"
         app.router.add_get("/apis", self._groups)
         app.router.add_get(f"/apis/{GROUP}", self._group)
