@@ -415,6 +415,12 @@ class KubeClient:
     async def _headers(self, content_type: str | None) -> dict[str, str]:
         headers: dict[str, str] = {str(k): str(v) for k, v in self._api.default_headers.items()}
         headers["Accept"] = CONTENT_JSON
+        # Uncompressed answers: kube-apiserver gzips a body over 128 KiB for a client that accepts it, and
+        # aiohttp inflates what arrives inside its transport callback, before any paced parser sees it: a
+        # few MB of a 50,000-pod LIST page or PodMetrics list at once, 10-25 ms of event loop held (measured
+        # with `vpa sim` gzipping as kube-apiserver does, benchmarks.run_scale). client-go's
+        # `DisableCompression` makes the same choice; the bytes stay on the cluster network.
+        headers["Accept-Encoding"] = "identity"
         if content_type is not None:
             headers["Content-Type"] = content_type
         auth = await self._api.configuration.auth_settings()

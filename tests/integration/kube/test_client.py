@@ -77,6 +77,19 @@ async def test_kubeconfig_auth_user_agent_and_json(tmp_path: Path) -> None:
     assert req.query == {"x": "true"}
 
 
+async def test_answers_are_asked_for_uncompressed(tmp_path: Path) -> None:
+    """kube-apiserver gzips a large body for a client that accepts it; ours never asks (inflating happens
+    in the transport callback, before any paced parser), for single reads and streamed LISTs alike."""
+    clock = RecordingClock()
+    async with ScriptedServer() as server:
+        server.then(200, {"kind": "Pod"}).then(200, {"kind": "PodList", "items": []})
+        async with await make_client(tmp_path, server, clock) as client:
+            await client.request_json("GET", "/api/v1/namespaces/ns/pods/p")
+            chunks = [chunk async for chunk in client.get_chunks("/api/v1/pods")]
+    assert orjson.loads(b"".join(chunks))["kind"] == "PodList"
+    assert [req.headers["Accept-Encoding"] for req in server.received] == ["identity", "identity"]
+
+
 async def test_explicit_kubeconfig_wins_over_env(tmp_path: Path) -> None:
     async with ScriptedServer() as good:
         server_path = write_kubeconfig(tmp_path, good.url)
