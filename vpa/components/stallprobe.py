@@ -8,7 +8,10 @@ collection of any thread (a collection holds the GIL, so it stops every thread).
 heartbeat before it to the first after it) is kept with its samples' most frequent stacks (innermost first),
 the other threads' stacks meanwhile and the collections that ran inside it; the `keep` longest are rendered
 as text for `/debug/stalls`. With `count_waiting`, samples in which the loop thread is not running Python
-(waiting to be scheduled or for the GIL) count too, as a stall of no code of its own.
+(waiting to be scheduled or for the GIL) count too, as a stall of no code of its own. Where the kernel keeps
+per-thread scheduler statistics (`/proc/self/task/<tid>/schedstat`), each stall also says how much of it,
+from its detection (`threshold_s` in) to its end, the loop thread spent runnable but waiting for a CPU: that
+tells the machine's CPU contention apart from waiting for the GIL.
 
 Must not: run unless asked (`--profiling`: the thread takes the GIL every few milliseconds while the loop is
 stalled, which lengthens the stall it observes by a little), touch anything but its own state, or raise
@@ -50,6 +53,8 @@ class Stall:
     gc_seconds: float = 0.0
     gc_longest: tuple[float, int, str] = (0.0, -1, "")  # (seconds, generation, thread name)
     others: dict[str, collections.Counter[tuple[Frame, ...]]] = field(default_factory=dict)
+    run_delay_at_start: float | None = None  # the loop thread's run-queue wait so far, at its detection
+    cpu_wait_seconds: float | None = None  # from its detection to its end, spent runnable awaiting a CPU
 
 
 def _stack(frame: FrameType | None, depth: int) -> tuple[Frame, ...]:
@@ -68,6 +73,18 @@ def _stack(frame: FrameType | None, depth: int) -> tuple[Frame, ...]:
         out.append((file, frame.f_lineno, code.co_name))
         frame = frame.f_back
     return tuple(out)
+
+
+def _run_delay(path: str | None) -> float | None:
+    """A thread's total time spent runnable but waiting for a CPU (seconds; schedstat's second field), or
+    None where the kernel does not keep it."""
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def _short(path: str) -> str:
@@ -105,11 +122,15 @@ class StallProbe:
         self._gc_started = 0.0
         self._gc_seconds_total = 0.0
         self._gc_longest: tuple[float, int, str] = (0.0, -1, "")
+        self._schedstat: str | None = None
 
     # ----------------------------------------------------------------------------------- lifecycle
 
     def start(self) -> None:
         self._loop_thread = threading.get_ident()
+        self._schedstat = f"/proc/self/task/{threading.get_native_id()}/schedstat"
+        if _run_delay(self._schedstat) is None:
+            self._schedstat = None
         self._heartbeat = time.perf_counter()
         self._task = asyncio.ensure_future(self._beat())
         self._task.set_name("stall-probe")
@@ -133,7 +154,8 @@ class StallProbe:
             now = time.perf_counter()
             with self._lock:
                 if self._current is not None:
-                    self._close(now)
+                    # Read under the lock: after the stall's own start value, which the sampler sets under it.
+                    self._close(now, _run_delay(self._schedstat))
                 self._heartbeat = now
             await asyncio.sleep(self._beat_s)
 
@@ -163,10 +185,13 @@ class StallProbe:
                 if now - self._heartbeat < self._threshold_s:
                     continue
                 stack = _stack(frames.get(self._loop_thread), self._depth)
+                if stack and stack[-1][2] == "_beat" and stack[-1][0].endswith("stallprobe.py"):
+                    stack = ()  # the heartbeat's schedstat read waiting for the GIL back: no code's stall
                 if not stack:
                     if not self._count_waiting:
                         continue
                     stack = (WAITING,)
+                new = self._current is None
                 if self._current is None:
                     self._current = Stall(started=self._heartbeat)
                 self._current.samples += 1
@@ -176,13 +201,21 @@ class StallProbe:
                 for name, ident in self.also_sample.items():
                     other = _stack(frames.get(ident), self._depth) or (IDLE,)
                     self._current.others.setdefault(name, collections.Counter())[other] += 1
+                current = self._current
             del frames
+            if new:  # read outside the lock and after the frames: the read gives the GIL away
+                run_delay = _run_delay(self._schedstat)
+                with self._lock:
+                    if current is self._current:
+                        current.run_delay_at_start = run_delay
 
-    def _close(self, now: float) -> None:
+    def _close(self, now: float, run_delay: float | None = None) -> None:
         stall = self._current
         assert stall is not None
         self._current = None
         stall.seconds = now - stall.started - self._beat_s
+        if run_delay is not None and stall.run_delay_at_start is not None:
+            stall.cpu_wait_seconds = run_delay - stall.run_delay_at_start
         self._stalls += 1
         self._longest.append(stall)
         self._longest.sort(key=lambda s: s.seconds, reverse=True)
@@ -199,7 +232,9 @@ class StallProbe:
                   f"{self._gc_seconds_total:.3f} s, longest collection {self._gc_longest[0] * 1000:.1f} ms "
                   f"{_where(self._gc_longest)}\n")  # fmt: skip
         for stall in longest:
-            out.write(f"\n--- {stall.seconds * 1000:.1f} ms, {stall.samples} samples, GC "
+            cpu_wait = ("" if stall.cpu_wait_seconds is None
+                        else f", waiting for a CPU {stall.cpu_wait_seconds * 1000:.1f} ms")
+            out.write(f"\n--- {stall.seconds * 1000:.1f} ms, {stall.samples} samples{cpu_wait}, GC "
                       f"{stall.gc_seconds * 1000:.1f} ms (longest {stall.gc_longest[0] * 1000:.1f} ms "
                       f"{_where(stall.gc_longest)})\n")  # fmt: skip
             _write_stacks(out, stall.stacks, "  ")

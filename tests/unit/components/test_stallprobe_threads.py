@@ -1,14 +1,29 @@
 """`StallProbe` on a loop of its own thread (the webhook's): a stall caused by another thread holding the GIL
-is counted as waiting, and the other thread's stack at that moment is in the report."""
+is counted as waiting, the other thread's stack at that moment is in the report, and so is (where the kernel
+keeps scheduler statistics) how much of the stall the loop's thread spent waiting for a CPU."""
 
 from __future__ import annotations
 
 import asyncio
 import random
 import threading
+import time
+
+import pytest
 
 from vpa.components.loop_thread import LoopThread
-from vpa.components.stallprobe import WAITING, StallProbe
+from vpa.components.stallprobe import WAITING, StallProbe, _run_delay
+
+SCHEDSTAT = f"/proc/self/task/{threading.get_native_id()}/schedstat"
+
+
+def test_run_delay_reads_the_threads_scheduler_wait_or_nothing() -> None:
+    assert _run_delay(None) is None
+    assert _run_delay("/proc/self/task/0/no-such-file") is None
+    delay = _run_delay(SCHEDSTAT)
+    if delay is None:
+        pytest.skip("this kernel keeps no per-thread scheduler statistics")
+    assert delay >= 0.0
 
 
 def _hold_the_gil_in_one_c_call(values: list[float]) -> None:
@@ -43,3 +58,25 @@ async def test_a_webhook_loop_stall_names_the_main_threads_code() -> None:
     assert WAITING[0] in own, report
     assert "test_a_webhook_loop_stall_names_the_main_threads_code" in meanwhile or (
         "_hold_the_gil_in_one_c_call" in meanwhile), report
+
+
+async def test_a_stall_says_how_long_its_thread_waited_for_a_cpu() -> None:
+    """A loop held by a blocking sleep: its thread neither runs nor waits for a CPU, and the report says
+    so (the time runnable in the run queue is a part of the stall, here next to nothing)."""
+    if _run_delay(SCHEDSTAT) is None:
+        pytest.skip("this kernel keeps no per-thread scheduler statistics")
+    probe = StallProbe()
+    probe.start()
+    try:
+        await asyncio.sleep(0.02)
+        time.sleep(0.08)  # noqa: ASYNC251 - the point: the loop thread blocks, a stall wanting no CPU
+        await asyncio.sleep(0.02)
+        report = probe.render()
+    finally:
+        await probe.stop()
+    heading = report.split("\n--- ", 2)[1].split("\n", 1)[0]
+    stall_ms = float(heading.split(" ms", 1)[0])
+    assert stall_ms >= 70.0, report
+    assert "waiting for a CPU" in heading, report
+    cpu_wait_ms = float(heading.split("waiting for a CPU ", 1)[1].split(" ms", 1)[0])
+    assert 0.0 <= cpu_wait_ms < stall_ms / 2, report
