@@ -189,6 +189,16 @@ class WebhookProbe:
             self._proc.terminate()
 
 
+def _giving_way(before: str, after: str) -> str:
+    """How often and how long the main thread blocked for reviews under way between two scrapes
+    (`pacing.Deference`)."""
+    times = _metric(after, "vpa_admission_controller_main_thread_yields_total") - _metric(
+        before, "vpa_admission_controller_main_thread_yields_total")
+    seconds = _metric(after, "vpa_admission_controller_main_thread_yield_seconds_total") - _metric(
+        before, "vpa_admission_controller_main_thread_yield_seconds_total")
+    return f"{times:.0f} times, {seconds:.2f} s in all"
+
+
 def _lag_window(before: str, after: str) -> tuple[int, str]:
     """Event-loop lag samples over 20 ms between two scrapes, and the bucket holding the worst of them."""
     name = "vpa_event_loop_lag_seconds_bucket"
@@ -310,6 +320,7 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
             during_first = _percentiles(await probe.finish())
             metrics_text = await scrape()
             lag_first = _lag_window(at_ready, metrics_text)
+            yields_first = _giving_way(at_ready, metrics_text)
             stall_first = _metric(metrics_text, "vpa_event_loop_lag_max_seconds") * 1000
             throttled = _metric(metrics_text, "rest_client_requests_total", 'code="429"')
             requests_first = _metric(metrics_text, "rest_client_requests_total")
@@ -382,6 +393,7 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
             during_relist = _percentiles(await probe.finish())
             stall_relist = _metric(await scrape(), "vpa_event_loop_lag_max_seconds") * 1000
             lag_relist = _lag_window(before_relist, text["t"])
+            yields_relist = _giving_way(before_relist, text["t"])
             rss_now = _proc_status_mib(run_proc.pid, "VmRSS")
             rss_peak = _proc_status_mib(run_proc.pid, "VmHWM")
             if stalls_out is not None:
@@ -406,6 +418,7 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
             ("webhook during the first loop (c=1)",
              f"p99 {during_first['p99']:.1f} ms",
              _webhook_detail(during_first)),
+            ("main thread gave way to the webhook", "first loop", yields_first),
             ("steady loop", f"{loop_s:.1f} s", f"UpdateVPAs {statuses:.1f} s; interval 60 s"),
             ("API requests per steady loop (whole process)", f"{sum(per_verb.values()):.0f}",
              ", ".join(f"{v} {n:.0f}" for v, n in per_verb.items() if n)),
@@ -415,6 +428,7 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
             ("webhook during the relist (c=1)",
              f"p99 {during_relist['p99']:.1f} ms",
              _webhook_detail(during_relist)),
+            ("main thread gave way to the webhook", "relist", yields_relist),
             ("vpa run RSS", f"{rss_now:.0f} MiB", f"ready {rss_ready:.0f}, peak to the first loop's end "
              f"{rss_first:.0f}, peak {rss_peak:.0f} MiB; "
              f"≤ {TARGET_RSS_MIB:.0f} MiB"),

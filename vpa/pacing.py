@@ -13,13 +13,28 @@ pauses learns how many paced tasks paused in the pass before (a marker scheduled
 and takes `slice_s` divided among them, at least `MIN_SLICE_S`, so one pass of paced work stays about
 `slice_s` however many tasks share it, and every task still gets a share each pass.
 
-Must not: sleep for real time or be used across loops (each loop has its own count); import anything of
-the autoscaler or the simulator (both use it).
+Also `Deference` (one per process, `DEFERENCE`): latency-critical work of another thread that the main
+thread gives way to. The admission webhook serves from a thread of its own and needs the GIL several times
+per review (each socket and TLS call gives it away). CPython 3.11 hands the GIL to a waiting thread only
+after a switch interval in which the holder did not give it away; but every socket and TLS call of the main
+thread gives it away for microseconds and takes it back before the waiting thread is even scheduled, which
+restarts that wait. A main thread busy with thousands of API requests a second (a first recommender loop,
+a relist) does that every few hundred microseconds, and the webhook's thread waits tens of milliseconds
+(the convoy effect; `/debug/stalls` showed the webhook's loop stalled 10-20 ms for the GIL, not for a CPU).
+So the main thread, at the points where it may (a paced task's slice boundary, each API request and each
+chunk of a streamed answer: `defer()`), gives way while a review is under way: it blocks (the GIL free)
+until the review is answered, at most `DEFER_MAX_S`. (Not done: giving way whenever the webhook's thread
+is found waiting for the GIL, seen as a futex wait in `/proc/self/task/<tid>/wchan` read without giving the
+GIL away; one benchmark run gave it 1.4 s of the main thread's first loop for no better tail.)
+
+Must not: sleep for real time, but for that bounded deference; be used across loops (each loop has its own
+count); import anything of the autoscaler or the simulator (both use it).
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 import weakref
 from typing import Final
@@ -30,6 +45,75 @@ while it still shared the main loop (`benchmarks.webhook_during_recommender`).""
 MIN_SLICE_S: Final = 0.0005
 """The least a paced task gets per pass however many share it, so that each makes progress (never more than
 the task's own `slice_s`: a task asking for a zero slice yields after every item)."""
+
+
+DEFER_MAX_S: Final = 0.005
+"""The longest one `defer()` blocks for another thread's latency-critical work (a webhook review): about
+what a review takes with the interpreter to itself, several times over (a review answered early ends it)."""
+
+
+class Deference:
+    """Latency-critical work of one thread that paced tasks of every other thread give way to.
+
+    The owning thread calls `wanted()` as soon as it may have work (before a TLS read, say: the read itself
+    gives the GIL away), `enter()` and `leave()` around each unit of work (a review, until its answer is
+    written), `unwanted()` when the wake-up brought no work after all (a read found no data), and
+    `disown()` when it stops. Every other thread calls `defer()` where it may give way."""
+
+    __slots__ = ("_idle", "_inside", "_owner", "_until", "max_wait_s", "waited_s", "waits")
+
+    def __init__(self, max_wait_s: float = DEFER_MAX_S) -> None:
+        self.max_wait_s = max_wait_s
+        self._idle = threading.Event()
+        self._idle.set()
+        self._owner = 0
+        self._until = 0.0
+        self._inside = 0
+        self.waits = 0
+        """`defer()` calls that waited for the owner's work to be done."""
+        self.waited_s = 0.0
+        """Their total wait, in seconds."""
+
+    def disown(self) -> None:
+        """No owner any more: nobody waits for it."""
+        self._owner = 0
+        self._inside = 0
+        self._idle.set()
+
+    def wanted(self) -> None:
+        self._owner = threading.get_ident()
+        self._until = time.perf_counter() + self.max_wait_s
+        self._idle.clear()
+
+    def unwanted(self) -> None:
+        if not self._inside:
+            self._idle.set()
+
+    def enter(self) -> None:
+        self._inside += 1
+        self.wanted()
+
+    def leave(self) -> None:
+        self._inside = max(0, self._inside - 1)
+        if not self._inside:
+            self._idle.set()
+
+    def defer(self) -> None:
+        """Block until the owning thread's work is done, at most until `max_wait_s` after it was last
+        wanted; return at once when nothing is wanted or when called on the owning thread."""
+        if self._idle.is_set() or threading.get_ident() == self._owner:
+            return
+        started = time.perf_counter()
+        remaining = self._until - started
+        if remaining > 0:
+            self._idle.wait(remaining)
+            self.waits += 1
+            self.waited_s += time.perf_counter() - started
+
+
+
+DEFERENCE: Final = Deference()
+"""The process's one deference: the admission webhook's thread owns it when it serves from one."""
 
 
 class _Pass:
@@ -80,6 +164,7 @@ class Slices:
             # Scheduled before this task's own wake-up (and every later one's), so it runs first in the
             # next pass and sees how many paused in this one.
             self._loop.call_soon(shared.next_pass)
+        DEFERENCE.defer()
         await asyncio.sleep(0)
         self.budget_s = min(self.slice_s, max(MIN_SLICE_S, self.slice_s / shared.last))
         self.started = time.perf_counter()

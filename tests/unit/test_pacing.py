@@ -1,12 +1,17 @@
 """`Slices`: a paced task alone gets the whole slice of a loop pass; several share one slice per pass, each
-still progressing in every pass."""
+still progressing in every pass. `Deference`: a paced task of another thread waits at its slice boundary while
+the owning thread's work is under way, until it is done or for at most `max_wait_s`."""
 
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 
-from vpa.pacing import MIN_SLICE_S, Slices
+import pytest
+
+from vpa import pacing
+from vpa.pacing import MIN_SLICE_S, Deference, Slices
 
 
 def _item() -> None:
@@ -62,3 +67,73 @@ async def test_a_slice_smaller_than_the_minimum_is_kept() -> None:
         await asyncio.gather(*(s.pause() for s in [*others, zero]))
         assert zero.budget_s == 0.0  # yields after every item, as asked
         assert all(s.budget_s == 0.003 / 4 for s in others)  # 3 ms shared by four
+
+
+def _on_thread(work: object) -> None:
+    thread = threading.Thread(target=work)  # type: ignore[arg-type]
+    thread.start()
+    thread.join()
+
+
+def _timed_defer(deference: Deference) -> float:
+    started = time.perf_counter()
+    deference.defer()
+    return time.perf_counter() - started
+
+
+def test_nothing_wanted_means_no_wait() -> None:
+    deference = Deference(max_wait_s=1.0)
+    assert _timed_defer(deference) < 0.05
+    _on_thread(deference.wanted)
+    _on_thread(deference.unwanted)  # a wake-up that brought no work
+    assert _timed_defer(deference) < 0.05
+    assert deference.waits == 0
+
+
+def test_other_threads_wait_until_the_work_is_done() -> None:
+    deference = Deference(max_wait_s=5.0)
+    entered = threading.Event()
+    release = threading.Event()
+
+    def review() -> None:
+        deference.enter()
+        deference.unwanted()  # a read without data in the middle of a review does not end it
+        entered.set()
+        release.wait()
+        time.sleep(0.05)
+        deference.leave()
+
+    owner = threading.Thread(target=review)
+    owner.start()
+    entered.wait()
+    release.set()
+    waited = _timed_defer(deference)
+    owner.join()
+    assert 0.04 <= waited < 2.0
+    assert deference.waits == 1
+    assert deference.waited_s == pytest.approx(waited, abs=0.01)
+
+
+def test_the_wait_is_bounded_and_the_owner_never_waits() -> None:
+    deference = Deference(max_wait_s=0.05)
+    waits: list[float] = []
+
+    def owner() -> None:
+        deference.enter()  # never left
+        waits.append(_timed_defer(deference))
+
+    _on_thread(owner)
+    assert waits[0] < 0.02
+    assert 0.0 <= _timed_defer(deference) <= 0.05 + 0.02
+    assert _timed_defer(deference) < 0.02  # past `max_wait_s` since it was last wanted: no wait at all
+
+
+async def test_slices_defer_at_their_boundary(monkeypatch: pytest.MonkeyPatch) -> None:
+    deference = Deference(max_wait_s=0.05)
+    monkeypatch.setattr(pacing, "DEFERENCE", deference)
+    _on_thread(deference.enter)
+    slices = Slices(0.0)
+    started = time.perf_counter()
+    await slices.pause()
+    assert time.perf_counter() - started >= 0.04
+    assert deference.waits == 1

@@ -47,11 +47,12 @@ import asyncio
 import base64
 import dataclasses
 import hashlib
+import ssl
 import threading
 import time
 from collections import Counter as Tally
 from collections import OrderedDict
-from collections.abc import Callable, Container, Mapping
+from collections.abc import Awaitable, Callable, Container, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final, Literal, Protocol
 
@@ -59,6 +60,8 @@ import orjson
 import structlog
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client.core import CounterMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from vpa.cancelling import cancel_and_wait
 from vpa.components.connections import (
@@ -93,6 +96,7 @@ from vpa.model.pod import OwnerRef, PodView
 from vpa.model.selector import Selector
 from vpa.model.settings import StartupError
 from vpa.model.vpa import VPA_API_VERSION, TargetRef, VpaView
+from vpa.pacing import DEFERENCE
 
 log = structlog.get_logger(__name__)
 
@@ -131,6 +135,20 @@ class Targets(Protocol):
 # ------------------------------------------------------------------------------------------- metrics
 
 
+class _GivingWay(Collector):
+    """How often and how long the main thread gave way to a review under way (`pacing.Deference`)."""
+
+    def collect(self) -> Iterator[Metric]:
+        yield CounterMetricFamily(
+            "vpa_admission_controller_main_thread_yields",
+            "Times the main thread blocked, giving the GIL to an admission review under way on the webhook's "
+            "thread.", value=DEFERENCE.waits)
+        yield CounterMetricFamily(
+            "vpa_admission_controller_main_thread_yield_seconds",
+            "Seconds the main thread spent blocked giving the GIL to admission reviews under way.",
+            value=DEFERENCE.waited_s)
+
+
 class AdmissionMetrics:
     """Upstream's admission-controller metrics (spec §6.2), series pre-created for the hot path."""
 
@@ -159,6 +177,7 @@ class AdmissionMetrics:
         )
         # Reviews any client can send (unhandled resources, pods that do not convert, our own failures):
         # counted by reason, logged at most once per reason every 10 s.
+        registry.register(_GivingWay())
         self.notices = SampledLog(
             registry,
             "vpa_admission_controller_review_problems_total",
@@ -908,6 +927,11 @@ class AdmissionController:
         """On the serving thread's loop: the aiohttp runner and the guarded TLS site; the port bound."""
         assert self.tls is not None
         self.targets.open_own_client()
+        # The main thread gives way to a review from its first TLS read to its answer written
+        # (`pacing.Deference`).
+        self.tls.listening.sslobject_class = _DeferringSSLObject
+        if not self.server.app.frozen:
+            self.server.app.middlewares.append(_answered_first)
         if self.stall_probe is not None:
             self.stall_probe.start()
         runner = web.AppRunner(
@@ -940,6 +964,7 @@ class AdmissionController:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        DEFERENCE.disown()
         await self.targets.aclose()
         if self.stall_probe is not None:
             await self.stall_probe.stop()
@@ -983,6 +1008,35 @@ class AdmissionController:
             await _first_failure(self._tasks)
         finally:
             await asyncio.shield(self.stop())
+
+
+class _DeferringSSLObject(ssl.SSLObject):
+    """The webhook's TLS reads: each tells the main thread's paced work to give way (`pacing.Deference`)
+    before OpenSSL gives the GIL away for it, so that the main thread does not take the GIL back first and
+    keep it; a read that finds no data withdraws that unless a review is under way."""
+
+    def read(self, *args: Any, **kwargs: Any) -> Any:
+        DEFERENCE.wanted()
+        try:
+            return super().read(*args, **kwargs)
+        except ssl.SSLWantReadError:
+            DEFERENCE.unwanted()
+            raise
+
+
+@web.middleware
+async def _answered_first(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    """A review, until its answer is written, is work the main thread's paced tasks give way to."""
+    DEFERENCE.enter()
+    try:
+        response = await handler(request)
+        await response.prepare(request)
+        await response.write_eof()  # aiohttp's own prepare and write_eof after this are no-ops
+        return response
+    finally:
+        DEFERENCE.leave()
 
 
 async def _first_failure(tasks: list[asyncio.Task[None]]) -> None:

@@ -31,6 +31,7 @@ from yarl import URL
 
 from vpa.kube.ratelimiting import ServerPacing, TokenBucket
 from vpa.model.clock import Clock
+from vpa.pacing import DEFERENCE
 
 JsonObj = dict[str, Any]
 Query = Mapping[str, str | int | bool] | Sequence[tuple[str, str | int | bool]]
@@ -448,6 +449,7 @@ class KubeClient:
         content_type: str | None,
         timeout_s: float,
     ) -> tuple[int, bytes, Mapping[str, str]]:
+        DEFERENCE.defer()  # a burst of requests gives the GIL to the admission webhook's thread between them
         pacing = self.pacing if self.pacing.active else None
         if pacing is None:
             await self._limiter.acquire()
@@ -668,6 +670,7 @@ class KubeClient:
                     retry_after = error.retry_after_s
                     raise error
                 async for chunk in resp.content.iter_any():
+                    DEFERENCE.defer()
                     yield chunk
         except (aiohttp.ClientError, TimeoutError) as exc:
             if self._on_request is not None and status == 0:
