@@ -258,7 +258,9 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
                 path = "/api/v1/pods?limit=5000&fieldSelector=status.phase%3DRunning" + (
                     f"&continue={cont}" if cont else ""
                 )
-                _, page = await k.call("GET", path)
+                status, page = await k.call("GET", path)
+                if status == 410:  # the continue token expired under the pods' churn: count again later
+                    return False
                 count += len(page["items"])
                 cont = page["metadata"].get("continue") or ""
                 if not cont:
