@@ -175,9 +175,9 @@ class AdmissionMetrics:
             LATENCY_BUCKETS,
             registry=registry,
         )
+        registry.register(_GivingWay())
         # Reviews any client can send (unhandled resources, pods that do not convert, our own failures):
         # counted by reason, logged at most once per reason every 10 s.
-        registry.register(_GivingWay())
         self.notices = SampledLog(
             registry,
             "vpa_admission_controller_review_problems_total",

@@ -418,9 +418,9 @@ class KubeClient:
         headers["Accept"] = CONTENT_JSON
         # Uncompressed answers: kube-apiserver gzips a body over 128 KiB for a client that accepts it, and
         # aiohttp inflates what arrives inside its transport callback, before any paced parser sees it: a
-        # few MB of a 50,000-pod LIST page or PodMetrics list at once, 10-25 ms of event loop held (measured
-        # with `vpa sim` gzipping as kube-apiserver does, benchmarks.run_scale). client-go's
-        # `DisableCompression` makes the same choice; the bytes stay on the cluster network.
+        # few MB of a 50,000-pod LIST page or PodMetrics list at once (the initial LIST's longest stall
+        # reached 26.5 ms against `vpa sim` gzipping as kube-apiserver does, benchmarks.run_scale).
+        # client-go's `DisableCompression` makes the same choice; the bytes stay on the cluster network.
         headers["Accept-Encoding"] = "identity"
         if content_type is not None:
             headers["Content-Type"] = content_type
