@@ -196,7 +196,9 @@ def _giving_way(before: str, after: str) -> str:
         before, "vpa_admission_controller_main_thread_yields_total")
     seconds = _metric(after, "vpa_admission_controller_main_thread_yield_seconds_total") - _metric(
         before, "vpa_admission_controller_main_thread_yield_seconds_total")
-    return f"{times:.0f} times, {seconds:.2f} s in all"
+    noticed = _metric(after, "vpa_admission_controller_arrivals_signalled_total") - _metric(
+        before, "vpa_admission_controller_arrivals_signalled_total")
+    return f"{times:.0f} times, {seconds:.2f} s in all; {noticed:.0f} reviews noticed from SIGIO"
 
 
 def _lag_window(before: str, after: str) -> tuple[int, str]:

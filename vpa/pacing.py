@@ -60,7 +60,9 @@ class Deference:
     written), `unwanted()` when the wake-up brought no work after all (a read found no data), and
     `disown()` when it stops. Every other thread calls `defer()` where it may give way."""
 
-    __slots__ = ("_idle", "_inside", "_owner", "_until", "max_wait_s", "waited_s", "waits")
+    __slots__ = (
+        "_deferring", "_idle", "_inside", "_owner", "_until", "max_wait_s", "noticed", "waited_s", "waits"
+    )
 
     def __init__(self, max_wait_s: float = DEFER_MAX_S) -> None:
         self.max_wait_s = max_wait_s
@@ -69,10 +71,13 @@ class Deference:
         self._owner = 0
         self._until = 0.0
         self._inside = 0
+        self._deferring = False
         self.waits = 0
         """`defer()` calls that waited for the owner's work to be done."""
         self.waited_s = 0.0
         """Their total wait, in seconds."""
+        self.noticed = 0
+        """`arrived()` calls that marked work wanted."""
 
     def disown(self) -> None:
         """No owner any more: nobody waits for it."""
@@ -84,6 +89,16 @@ class Deference:
         self._owner = threading.get_ident()
         self._until = time.perf_counter() + self.max_wait_s
         self._idle.clear()
+
+    def arrived(self) -> None:
+        """Seen from another thread (a signal handler of the deferring thread): work reached the owner's
+        sockets before the owner ran to read it. Wanted, as if the owner had said so itself; nothing when
+        there is no owner, or when the calling thread is inside `defer()` already (a handler run from
+        within its wait must not take the event's lock again)."""
+        if self._owner and not self._deferring:
+            self._until = time.perf_counter() + self.max_wait_s
+            self._idle.clear()
+            self.noticed += 1
 
     def unwanted(self) -> None:
         if not self._inside:
@@ -101,12 +116,16 @@ class Deference:
     def defer(self) -> None:
         """Block until the owning thread's work is done, at most until `max_wait_s` after it was last
         wanted; return at once when nothing is wanted or when called on the owning thread."""
-        if self._idle.is_set() or threading.get_ident() == self._owner:
+        if self._idle.is_set() or self._deferring or threading.get_ident() == self._owner:
             return
         started = time.perf_counter()
         remaining = self._until - started
         if remaining > 0:
-            self._idle.wait(remaining)
+            self._deferring = True  # the one thread that defers: a signal handler run inside the wait
+            try:
+                self._idle.wait(remaining)
+            finally:
+                self._deferring = False
             self.waits += 1
             self.waited_s += time.perf_counter() - started
 

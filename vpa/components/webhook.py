@@ -64,6 +64,7 @@ from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from vpa.cancelling import cancel_and_wait
+from vpa.components.arrivals import Arrivals
 from vpa.components.connections import (
     DEFAULT_LIMITS,
     ConnectionDrops,
@@ -147,6 +148,10 @@ class _GivingWay(Collector):
             "vpa_admission_controller_main_thread_yield_seconds",
             "Seconds the main thread spent blocked giving the GIL to admission reviews under way.",
             value=DEFERENCE.waited_s)
+        yield CounterMetricFamily(
+            "vpa_admission_controller_arrivals_signalled",
+            "Requests the main thread learned of from SIGIO on the webhook's sockets before the webhook's "
+            "thread read them (it gave way at once).", value=DEFERENCE.noticed)
 
 
 class AdmissionMetrics:
@@ -800,6 +805,7 @@ class AdmissionController:
         self.serving = False
         self._runner: web.AppRunner | None = None
         self.serving_thread = LoopThread("admission-webhook")
+        self.arrivals = Arrivals(DEFERENCE)
         self.stall_probe: StallProbe | None = None
         if ctx.settings.common.profiling:
             # Its loop waits whenever another thread holds the GIL: those waits count, with the main
@@ -906,6 +912,8 @@ class AdmissionController:
         # the main loop.
         if self.stall_probe is not None:
             self.stall_probe.also_sample["the main loop's thread"] = threading.get_ident()
+        # SIGIO from the webhook's sockets, handled on this (the main) thread: see `arrivals`.
+        self.arrivals.install()
         self.serving_thread.start()
         try:
             self.port = await self.serving_thread.call(self._listen())
@@ -944,7 +952,11 @@ class AdmissionController:
         self._runner = runner
         assert runner.server is not None
         self.guard = ConnectionGuard(
-            runner.server, self.connection_limits, self.drops, "admission-controller"
+            runner.server,
+            self.connection_limits,
+            self.drops,
+            "admission-controller",
+            on_made=lambda transport: self.arrivals.watch(transport.get_extra_info("socket")),
         )
         site = GuardedSite(
             runner,
@@ -957,6 +969,8 @@ class AdmissionController:
         await site.start()
         server = site._server
         sockets = getattr(server, "sockets", None) or []
+        for sock in sockets:
+            self.arrivals.watch(sock)
         return int(sockets[0].getsockname()[1]) if sockets else self.requested_port
 
     async def _close(self) -> None:
@@ -1001,6 +1015,7 @@ class AdmissionController:
         if self.serving_thread.running:
             await self.serving_thread.call(self._close())
         await self.serving_thread.stop()
+        self.arrivals.close()
 
     async def run(self) -> None:
         try:
