@@ -23,7 +23,9 @@ through a client of that loop (`open_own_client`: the process's configuration on
 limiter and real-time clock of its own), so the first pod of a workload never waits for the main loop,
 busy with a recommender loop or a relist, to carry its reads.
 Reading the top-most well-known owner also fills in its selector (the VPA targeting that owner needs it
-next), so a Deployment's first pod costs two reads (ReplicaSet, Deployment), not three. Entries not asked
+next), so a Deployment's first pod costs two reads (ReplicaSet, Deployment), not three; and the two are
+made at once, the Deployment named by the pod's `pod-template-hash` convention read beside its ReplicaSet,
+whose owner reference still decides (a wrong guess costs one read, cached as missing). Entries not asked
 for during `unused_s` (1 h) are dropped, swept at most every `sweep_s` (10 min): every rollout brings a new
 ReplicaSet, and a webhook that runs for months must not keep them all.
 
@@ -99,6 +101,9 @@ class _ReadThrough(Generic[V]):
     def __len__(self) -> int:
         return len(self._entries)
 
+    def __contains__(self, key: Ref) -> bool:
+        return key in self._entries or key in self._inflight
+
     def peek(self, key: Ref) -> V | None:
         entry = self._entries.get(key)
         return None if entry is None else entry.value
@@ -111,14 +116,28 @@ class _ReadThrough(Generic[V]):
         if entry is not None:
             entry.used = now
             if now - entry.fetched > entry.ttl_s and key not in self._inflight:
-                task = asyncio.ensure_future(self._load(key, load))
-                self._background.add(task)
-                task.add_done_callback(self._background.discard)
+                self._in_background(key, load)
             return entry.value
         future = self._inflight.get(key)
         if future is not None:
             return await asyncio.shield(future)
         return await self._load_value(key, load)
+
+    def prefetch(self, key: Ref, load: Callable[[], Awaitable[tuple[V, float]]]) -> None:
+        """Start loading `key` now, unless it is known or already being loaded: a later `get` waits for
+        this load instead of starting its own."""
+        if key not in self:
+            self._in_background(key, load)
+
+    def _in_background(self, key: Ref, load: Callable[[], Awaitable[tuple[V, float]]]) -> None:
+        task = asyncio.ensure_future(self._load(key, load))
+        self._background.add(task)
+        task.add_done_callback(self._background_done)
+
+    def _background_done(self, task: asyncio.Task[None]) -> None:
+        self._background.discard(task)
+        if not task.cancelled():
+            task.exception()  # a failed load is an uncached answer: whoever waited for it saw the error
 
     async def _load(self, key: Ref, load: Callable[[], Awaitable[tuple[V, float]]]) -> None:
         await self._load_value(key, load)
@@ -236,6 +255,12 @@ class AdmissionTargets:
             return None
         ref: Ref = (pod.namespace, pod.owner.kind, pod.owner.name)
         seen = {ref}
+        # A Deployment's first pod: its ReplicaSet's owner is read first, then that owner. The Deployment
+        # the pod's labels name is read beside the ReplicaSet instead, one round trip instead of two; the
+        # ReplicaSet's own owner reference still decides (a wrong guess costs a read, cached as missing).
+        guessed = self._inferred_parent(pod, ref)
+        if guessed is not None and ref not in self._owners:
+            self._owners.prefetch(guessed, lambda: self._load_owner(guessed))
         for _ in range(_MAX_DEPTH):
             if ref[1] not in WELL_KNOWN:
                 break

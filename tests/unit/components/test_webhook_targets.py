@@ -1,5 +1,6 @@
 """`AdmissionTargets` reads: their deadline is real time even when the injected clock runs fast; a workload's
-selector comes with its read as an owner; served from another loop, they go through a client of that loop."""
+selector comes with its read as an owner, and the Deployment is read beside its ReplicaSet (the ReplicaSet's
+owner reference deciding); served from another loop, they go through a client of that loop."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from kubernetes_asyncio.client import ApiClient, Configuration
 from tests.builders import make_pod
 from vpa.components.loop_thread import LoopThread
 from vpa.components.webhook_targets import AdmissionTargets
-from vpa.kube.client import KubeClient
+from vpa.kube.client import KubeClient, NotFound
 from vpa.kube.converting import pod_from_dict
 from vpa.model.clock import RealClock, VirtualClock
 from vpa.model.vpa import TargetRef
@@ -159,3 +160,58 @@ async def test_entries_unused_for_an_hour_are_dropped_and_used_ones_kept() -> No
         assert len(client.paths) == reads + 1  # the dropped ReplicaSet is read again
     finally:
         await targets.aclose()
+
+
+class OverlapClient(SlowClient):
+    """`SlowClient` that counts the GETs in flight at once; ReplicaSet `other-*` is owned by Deployment
+    `elsewhere` (its name does not follow the Deployment controller's convention)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.in_flight = 0
+        self.most_in_flight = 0
+
+    async def get(self, path: str, **kwargs: Any) -> dict[str, object]:
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            if "/deployments/other" in path:
+                self.paths.append(path)
+                await asyncio.sleep(0.02)
+                raise NotFound(404, "NotFound", "deployments.apps other not found")
+            answer = await super().get(path, **kwargs)
+            if "/replicasets/other-" in path:
+                answer["metadata"] = {"name": "other", "ownerReferences": [
+                    {"kind": "Deployment", "name": "elsewhere", "controller": True}]}
+            return answer
+        finally:
+            self.in_flight -= 1
+
+
+async def test_the_deployment_is_read_beside_its_replicaset() -> None:
+    client = OverlapClient()
+    targets = AdmissionTargets(cast(KubeClient, client), VirtualClock(), ttl_s=60, negative_ttl_s=10)
+    pod = pod_from_dict(make_pod("web-7d9f8b6c4-x2k9p", app="web"))
+    try:
+        assert await targets.top_most(pod) == "default/Deployment/web"
+        # The Deployment's selector came with it: no third read.
+        assert await targets.selector("default", TargetRef("apps/v1", "Deployment", "web")) is not None
+    finally:
+        targets.close()
+    assert client.most_in_flight == 2, "the ReplicaSet and the Deployment were read one after the other"
+    assert len(client.paths) == 2
+
+
+async def test_the_replicasets_owner_reference_decides_not_the_guess() -> None:
+    client = OverlapClient()
+    targets = AdmissionTargets(cast(KubeClient, client), VirtualClock(), ttl_s=60, negative_ttl_s=10)
+    pod = pod_from_dict(make_pod("other-7d9f8b6c4-x2k9p", app="other"))
+    try:
+        assert await targets.top_most(pod) == "default/Deployment/elsewhere"
+        again = pod_from_dict(make_pod("other-7d9f8b6c4-abcde", app="other"))
+        assert await targets.top_most(again) == "default/Deployment/elsewhere"
+    finally:
+        targets.close()
+    # The wrong guess was read once (a 404, cached as missing) and not again for the second pod.
+    assert sum("/deployments/other" in p for p in client.paths) == 1
+    assert sum("/replicasets/" in p for p in client.paths) == 1
