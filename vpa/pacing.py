@@ -25,7 +25,9 @@ So the main thread, at the points where it may (a paced task's slice boundary, e
 chunk of a streamed answer: `defer()`), gives way while a review is under way: it blocks (the GIL free)
 until the review is answered, at most `DEFER_MAX_S`. (Not done: giving way whenever the webhook's thread
 is found waiting for the GIL, seen as a futex wait in `/proc/self/task/<tid>/wchan` read without giving the
-GIL away; one benchmark run gave it 1.4 s of the main thread's first loop for no better tail.)
+GIL away; one benchmark run gave it 1.4 s of the main thread's first loop for no better tail.) The owner's
+first wait for the GIL, after its poll and before it can say anything, is covered by `arrived()`: the main
+thread learns of the work from the kernel (`SIGIO`, `vpa.components.arrivals`) and gives way at once.
 
 Must not: sleep for real time, but for that bounded deference; be used across loops (each loop has its own
 count); import anything of the autoscaler or the simulator (both use it).

@@ -1026,9 +1026,16 @@ class AdmissionController:
 
 
 class _DeferringSSLObject(ssl.SSLObject):
-    """The webhook's TLS reads: each tells the main thread's paced work to give way (`pacing.Deference`)
-    before OpenSSL gives the GIL away for it, so that the main thread does not take the GIL back first and
-    keep it; a read that finds no data withdraws that unless a review is under way."""
+    """The webhook's TLS handshakes and reads: each tells the main thread's paced work to give way
+    (`pacing.Deference`) before OpenSSL gives the GIL away for it, so that the main thread does not take the
+    GIL back first and keep it; a read that finds no data withdraws that unless a review is under way."""
+
+    def do_handshake(self) -> None:
+        # Each step of a new connection's handshake (the client's next flight follows within a round
+        # trip): wanted until the first review's answer, or for at most the deference's wait after the
+        # last step (a handshake never finished holds nothing).
+        DEFERENCE.wanted()
+        super().do_handshake()
 
     def read(self, *args: Any, **kwargs: Any) -> Any:
         DEFERENCE.wanted()
