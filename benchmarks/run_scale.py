@@ -302,6 +302,8 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
             await _until("vpa run ready", ready, run_proc, work / "vpa-run.log", 600)
             ready_s = time.monotonic() - started
             stall_initial = _metric(await scrape(), "vpa_event_loop_lag_max_seconds") * 1000
+            if stalls_out is not None:
+                await _save_stalls(plain, port, stalls_out, "up to ready (the initial LISTs)")
             rss_ready = _proc_status_mib(run_proc.pid, "VmRSS")
             probe = WebhookProbe(webhook_port, review)
             at_ready = await scrape()
