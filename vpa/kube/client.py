@@ -125,6 +125,12 @@ class ApiError(Exception):
         return cls(status, reason, message, body, retry_after_s=retry_after)
 
 
+STREAM_CHUNK_BYTES: Final = 256 * 1024
+"""The most `get_chunks` hands over at once. What arrived is handed over as it is buffered, and a TLS
+transport that reads ahead can buffer megabytes: one `readany()` joined 4.4 MB in 6.4 ms during a 10,000-VPA
+first loop, then the caller decoded it as one piece. 256 KiB is a fraction of a millisecond of each."""
+
+
 class NotFound(ApiError):
     """404: the object (or its namespace) does not exist."""
 
@@ -636,7 +642,8 @@ class KubeClient:
     ) -> AsyncGenerator[bytes, None]:
         """A GET whose 2xx body is handed over in the chunks it arrives in, so that a body of tens of MB is
         never joined into one object (the join and its decode held the event loop 40-80 ms for 50,000
-        PodMetrics, and the copies were the process's memory peak). Paced like every request; not retried
+        PodMetrics, and the copies were the process's memory peak), and at most `STREAM_CHUNK_BYTES` at a
+        time. Paced like every request; not retried
         (the caller reads again later). Raises `ApiError` for a non-2xx answer, `TransportError` when the
         connection fails or `timeout_s` passes."""
         pacing = self.pacing if self.pacing.active else None
@@ -669,7 +676,7 @@ class KubeClient:
                     error = ApiError.from_response(status, await resp.read(), resp.headers)
                     retry_after = error.retry_after_s
                     raise error
-                async for chunk in resp.content.iter_any():
+                async for chunk in resp.content.iter_chunked(STREAM_CHUNK_BYTES):
                     DEFERENCE.defer()
                     yield chunk
         except (aiohttp.ClientError, TimeoutError) as exc:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 from vpa.kube.client import (
     CONTENT_JSON_PATCH,
     CONTENT_MERGE_PATCH,
+    STREAM_CHUNK_BYTES,
     ApiError,
     ClientOptions,
     Conflict,
@@ -88,6 +90,24 @@ async def test_answers_are_asked_for_uncompressed(tmp_path: Path) -> None:
             chunks = [chunk async for chunk in client.get_chunks("/api/v1/pods")]
     assert orjson.loads(b"".join(chunks))["kind"] == "PodList"
     assert [req.headers["Accept-Encoding"] for req in server.received] == ["identity", "identity"]
+
+
+async def test_a_streamed_body_is_handed_over_in_bounded_chunks(tmp_path: Path) -> None:
+    """However much the transport buffered while the caller was busy, `get_chunks` hands over at most
+    `STREAM_CHUNK_BYTES` at a time (one buffered join of 4.4 MB held the event loop 6.4 ms)."""
+    clock = RecordingClock()
+    items = [{"metadata": {"name": f"pod-{n}", "labels": {"filler": "x" * 200}}} for n in range(8000)]
+    async with ScriptedServer() as server:
+        server.then(200, {"kind": "PodList", "items": items})
+        async with await make_client(tmp_path, server, clock) as client:
+            chunks = []
+            async for chunk in client.get_chunks("/api/v1/pods"):
+                chunks.append(chunk)
+                if len(chunks) == 1:
+                    await asyncio.sleep(0.2)  # busy: the rest of the body arrives meanwhile
+    assert len(orjson.loads(b"".join(chunks))["items"]) == 8000
+    assert len(b"".join(chunks)) > 4 * STREAM_CHUNK_BYTES
+    assert max(len(chunk) for chunk in chunks) <= STREAM_CHUNK_BYTES
 
 
 async def test_explicit_kubeconfig_wins_over_env(tmp_path: Path) -> None:
