@@ -63,7 +63,7 @@ from vpa.logic.checkpointing import (
     format_in_progress_peaks,
     parse_in_progress_peaks,
 )
-from vpa.logic.conflicts import hpa_conflicts, vpa_conflicts
+from vpa.logic.conflicts import VpaConflicts, hpa_conflicts
 from vpa.logic.cost_aware import pod_recommender_for
 from vpa.logic.evictions import ooms_from_eviction_event
 from vpa.logic.nodecaps import cap_to_largest_node
@@ -1015,7 +1015,13 @@ class Recommender:
         hpas: dict[tuple[str, str, str], list[HpaView]] = {}
         for hpa in self._hpas.list() if self._hpas is not None else ():
             hpas.setdefault((hpa.namespace, hpa.target_kind, hpa.target_name), []).append(hpa)
-        losers = vpa_conflicts(self._vpas.list())
+        # Paced: at 10,000 VPAs the whole tally held the event loop about 15 ms (`/debug/stalls`).
+        tally = VpaConflicts()
+        for vpa in self._vpas.list():
+            tally.add(vpa)
+            if pacer.due():
+                await pacer.pause()
+        losers = tally.losers()
 
         async def produce(put: Callable[[tuple[tuple[str, str], VpaStatus]], Awaitable[None]]) -> None:
             # VPAs without a recommendation in the API first: when writes queue (a first loop, a throttling

@@ -5,7 +5,8 @@ Owns:
   startup boost) and point at the same target (`namespace/kind/name`, the key the admission controller and
   the updater match on), the winner is the one `controlling_vpa` picks for their pods — the earliest
   `creationTimestamp`, then the smaller name — and every other one is a loser, mapped to its winner. VPAs
-  in mode `Off` without a boost never act, so they neither win nor lose.
+  in mode `Off` without a boost never act, so they neither win nor lose. `VpaConflicts` is the same, one
+  VPA at a time.
 - `hpa_conflicts`: the autoscaling/v2 HPAs of the VPA's namespace that scale the VPA's target on a
   resource the VPA controls: a `Resource` metric on cpu or memory that at least one of the VPA's containers
   has under control, or a `ContainerResource` metric on a container that has it under control. A VPA in
@@ -27,25 +28,48 @@ from vpa.model.vpa import DEFAULT_CONTAINER_POLICY_NAME, UpdateMode, VpaView
 _SIZED = (CPU, MEMORY)
 
 
-def vpa_conflicts(vpas: Iterable[VpaView]) -> Mapping[tuple[str, str], VpaView]:
-    """(namespace, name) of every losing VPA → the VPA that controls the pods instead."""
-    winners: dict[str, VpaView] = {}
-    groups: dict[str, list[VpaView]] = {}
-    for vpa in vpas:
+class VpaConflicts:
+    """`vpa_conflicts` one VPA at a time (`add`), so that a caller with thousands of them can pause between
+    VPAs; `losers()` at the end."""
+
+    __slots__ = ("_crowded", "_groups", "_winners")
+
+    def __init__(self) -> None:
+        self._winners: dict[str, VpaView] = {}
+        self._groups: dict[str, list[VpaView]] = {}
+        self._crowded: set[str] = set()  # targets with more than one acting VPA
+
+    def add(self, vpa: VpaView) -> None:
         key = target_key(vpa)
         if key is None or vpa.deletion_timestamp is not None or not is_active_for_admission(vpa):
-            continue
-        groups.setdefault(key, []).append(vpa)
-        best = winners.get(key)
-        if best is None or vpa.is_stronger_than(best):
-            winners[key] = vpa
-    losers: dict[tuple[str, str], VpaView] = {}
-    for key, group in groups.items():
-        winner = winners[key]
-        for vpa in group:
-            if vpa is not winner:
-                losers[(vpa.namespace, vpa.name)] = winner
-    return losers
+            return
+        group = self._groups.get(key)
+        if group is None:
+            self._groups[key] = [vpa]
+            self._winners[key] = vpa
+            return
+        group.append(vpa)
+        self._crowded.add(key)
+        if vpa.is_stronger_than(self._winners[key]):
+            self._winners[key] = vpa
+
+    def losers(self) -> dict[tuple[str, str], VpaView]:
+        """(namespace, name) of every losing VPA added so far → the VPA that controls the pods instead."""
+        losers: dict[tuple[str, str], VpaView] = {}
+        for key in self._crowded:
+            winner = self._winners[key]
+            for vpa in self._groups[key]:
+                if vpa is not winner:
+                    losers[(vpa.namespace, vpa.name)] = winner
+        return losers
+
+
+def vpa_conflicts(vpas: Iterable[VpaView]) -> Mapping[tuple[str, str], VpaView]:
+    """(namespace, name) of every losing VPA → the VPA that controls the pods instead."""
+    tally = VpaConflicts()
+    for vpa in vpas:
+        tally.add(vpa)
+    return tally.losers()
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ import pytest
 from tests.builders import BASE_TIME, make_vpa
 from vpa.kube.converting import vpa_from_dict
 from vpa.kube.neighbourwatching import hpa_from_dict
-from vpa.logic.conflicts import hpa_conflicts, vpa_conflicts
+from vpa.logic.conflicts import VpaConflicts, hpa_conflicts, vpa_conflicts
 from vpa.model.node import HpaView
 from vpa.model.vpa import VpaView
 
@@ -36,6 +36,16 @@ VPA_CASES: list[tuple[str, list[VpaView], dict[str, str]]] = [
 def test_vpa_conflicts(vpas: list[VpaView], expected: dict[str, str]) -> None:
     got = {key[1]: winner.name for key, winner in vpa_conflicts(vpas).items()}
     assert got == expected
+
+
+def test_the_tally_one_vpa_at_a_time_answers_for_what_it_was_given() -> None:
+    tally = VpaConflicts()
+    tally.add(v("c", 1))
+    tally.add(v("b", 5))
+    assert {key[1]: w.name for key, w in tally.losers().items()} == {"c": "b"}
+    tally.add(v("a", 9))  # an older one arrives: both earlier ones now lose to it
+    tally.add(v("off", 100, "Off"))
+    assert {key[1]: w.name for key, w in tally.losers().items()} == {"b": "a", "c": "a"}
 
 
 def hpa(name: str, *metrics: dict[str, Any], target: str = "web", kind: str = "Deployment",
