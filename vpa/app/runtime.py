@@ -46,6 +46,7 @@ from vpa.heap import HeapKeeper
 from vpa.kube import converting
 from vpa.kube.client import ClientOptions, KubeClient, api_path
 from vpa.kube.clocking import SimClock
+from vpa.kube.controllers import ControllerCaches
 from vpa.kube.eventing import EventRecorder
 from vpa.kube.leasing import LeaderElector
 from vpa.kube.ratelimiting import TokenBucket
@@ -82,6 +83,7 @@ class SharedCaches:
     pods: WatchCache[PodView]
     vpas: WatchCache[VpaView]
     all: list[WatchCache[Any]] = field(default_factory=list)
+    controllers: ControllerCaches | None = None
 
     def synced(self) -> bool:
         return all(cache.has_synced for cache in self.all)
@@ -235,7 +237,17 @@ class Runtime:
             observer=observe,
         )
         vpas.add_index("target", vpa_target_keys)
-        return SharedCaches(pods=pods, vpas=vpas, all=[pods, vpas])
+        # The updater and the admission controller both walk pods up to their top-most controller (as
+        # upstream's, each from informers of the same kinds): one set of caches, synced before either starts.
+        controllers: ControllerCaches | None = None
+        if s.components & {"updater", "admission-controller"}:
+            controllers = ControllerCaches(self.client, self.clock, namespace=namespace, observer=observe)
+        return SharedCaches(
+            pods=pods,
+            vpas=vpas,
+            all=[pods, vpas, *(controllers.caches if controllers is not None else [])],
+            controllers=controllers,
+        )
 
     def _elector(self, component: str, lease: LeaderElectionSettings) -> LeaderElector:
         assert self.client is not None
@@ -321,6 +333,7 @@ class Runtime:
             events=self.events,
             pods=self.caches.pods,
             vpas=self.caches.vpas,
+            controllers=self.caches.controllers,
         )
 
     async def _run_component(self, spec: ComponentSpec) -> None:

@@ -1004,11 +1004,15 @@ def build(ctx: ComponentContext) -> Callable[[], Awaitable[None]]:
 
 async def run(ctx: ComponentContext, *, metrics: UpdaterMetrics | None = None,
               trigger: Trigger | None = None) -> None:
-    """The updater's elected work: its own controller/LimitRange caches and event recorder, then the loop."""
-    namespace = ctx.settings.common.vpa_object_namespace or None
-    controllers = ControllerCaches(ctx.client, ctx.clock, namespace=namespace)
+    """The updater's elected work: its event recorder, then the loop. The controller/LimitRange caches are
+    the process's shared ones (synced before this starts); a context without them gets caches of its own."""
     events = EventRecorder(ctx.client, ctx.clock, component=EVENT_SOURCE)
-    background = [asyncio.ensure_future(controllers.run()), asyncio.ensure_future(events.run())]
+    background = [asyncio.ensure_future(events.run())]
+    controllers = ctx.controllers
+    if controllers is None:
+        namespace = ctx.settings.common.vpa_object_namespace or None
+        controllers = ControllerCaches(ctx.client, ctx.clock, namespace=namespace)
+        background.append(asyncio.ensure_future(controllers.run()))
     try:
         await controllers.wait_synced()
         await Updater(ctx, controllers, events=events, metrics=metrics, trigger=trigger).run_forever()

@@ -763,11 +763,12 @@ class AdmissionController:
                      reason=f"neither {self.files.cert_file} nor {self.files.key_file} exists",
                      secret=f"{self.settings.webhook_service_namespace}/{certs.SECRET_NAME}")
         self.metrics = AdmissionMetrics(ctx.registry)
-        # Its own limiter and pacing window (as upstream's admission controller is a binary with its own
-        # client): the first pod of a workload waits for its owner's read, which must never queue behind the
+        # Owners and selectors come from the shared controller caches; what they do not hold yet (a
+        # ReplicaSet created a moment ago) is read, with its own limiter and pacing window (as upstream's
+        # admission controller is a binary with its own client): such a read must never queue behind the
         # recommender's thousands of status writes. Served from the webhook's thread, the reads go through a
         # connection pool of that thread's loop too (`AdmissionTargets.open_own_client`).
-        self.targets = AdmissionTargets(ctx.client.derive(), ctx.clock)
+        self.targets = AdmissionTargets(ctx.client.derive(), ctx.clock, known=ctx.controllers)
         namespace = ctx.settings.common.vpa_object_namespace or None
         self.limit_cache: WatchCache[LimitRangeView] = WatchCache(
             ctx.client,

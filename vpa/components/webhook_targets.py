@@ -1,7 +1,10 @@
 """What the admission path needs from workloads: a pod's top-most controller and a VPA target's selector.
 
-Owns: `AdmissionTargets`, two small read-through caches over the API (no informers: the admission path
-touches a handful of workloads per namespace, not all of them):
+Owns: `AdmissionTargets`: a pod's owners and a target's selector answered from the process's watch caches
+of the well-known controllers (`ControllerCaches`, shared with the updater, as upstream's admission
+controller answers from its informers) when they hold the object, and otherwise from two small read-through
+caches over the API (a ReplicaSet created a moment ago may reach its first pod's review before its watch
+event; without the shared caches, every answer comes from these):
 - **owners**: `(namespace, kind, name)` of a well-known controller → its own controller owner (or none).
   A pod owned by a ReplicaSet owned by a Deployment resolves to the Deployment; the walk stops at a kind
   that is not well known (a custom controller is its own top: we do not follow scale subresources up).
@@ -38,11 +41,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Final, Generic, TypeVar
+from typing import Final, Generic, Protocol, TypeVar
 
 import structlog
 
 from vpa.kube.client import ApiError, KubeClient, NotFound, api_path
+from vpa.kube.controllers import ControllerView
 from vpa.kube.converting import ConversionError, selector_from_scale, selector_from_workload
 from vpa.kube.leasing import DeadlineExceeded, call_with_deadline
 from vpa.logic.matching import controller_key
@@ -69,6 +73,12 @@ _MAX_DEPTH: Final = 8
 
 V = TypeVar("V")
 Ref = tuple[str, str, str]  # (namespace, kind, name)
+
+
+class KnownControllers(Protocol):
+    """What is asked of the shared controller caches (`ControllerCaches`): one object by kind and name."""
+
+    def get(self, namespace: str, kind: str, name: str) -> ControllerView | None: ...
 
 
 class _Unavailable(Exception):
@@ -189,8 +199,11 @@ class AdmissionTargets:
         negative_ttl_s: float = 30.0,
         read_timeout_s: float = 2.0,
         deadline_clock: Clock | None = None,
+        known: KnownControllers | None = None,
     ) -> None:
         self._client = client
+        # Read from the webhook's thread while the main loop applies watch events: single dict lookups only.
+        self._known = known
         self._clock = clock
         self._deadline_clock: Clock = deadline_clock if deadline_clock is not None else RealClock()
         self.ttl_s = ttl_s
@@ -200,6 +213,7 @@ class AdmissionTargets:
         self._owners: _ReadThrough[Ref | None] = _ReadThrough(clock, "owners")
         self._selectors: _ReadThrough[Selector | None] = _ReadThrough(clock, "selectors")
         self._own_client: KubeClient | None = None
+        self.known_answers = 0  # lookups the shared watch caches answered
 
     def open_own_client(self) -> None:
         """Read through a client of the running loop from now on; call it on the loop the admission path
@@ -259,26 +273,41 @@ class AdmissionTargets:
         # the pod's labels name is read beside the ReplicaSet instead, one round trip instead of two; the
         # ReplicaSet's own owner reference still decides (a wrong guess costs a read, cached as missing).
         guessed = self._inferred_parent(pod, ref)
-        if guessed is not None and ref not in self._owners:
+        if (guessed is not None and self._cached(ref) is None and self._cached(guessed) is None
+                and ref not in self._owners):
             self._owners.prefetch(guessed, lambda: self._load_owner(guessed))
         for _ in range(_MAX_DEPTH):
             if ref[1] not in WELL_KNOWN:
                 break
-            try:
-                parent = await self._owners.get(ref, lambda r=ref: self._load_owner(r))  # type: ignore[misc]
-            except _Unavailable as err:
-                parent = self._inferred_parent(pod, ref)
-                log.warning(
-                    "could not read the pod's controller; inferring its owner",
-                    controller="/".join(ref),
-                    inferred="/".join(parent) if parent else None,
-                    error=str(err),
-                )
+            view = self._cached(ref)
+            if view is not None:
+                parent = None if view.owner_kind is None or view.owner_name is None else (
+                    ref[0], view.owner_kind, view.owner_name)
+                self.known_answers += 1
+            else:
+                parent = await self._read_through_owner(pod, ref)
             if parent is None or parent in seen:
                 break
             seen.add(parent)
             ref = parent
         return controller_key(*ref)
+
+    def _cached(self, ref: Ref) -> ControllerView | None:
+        """The shared watch caches' view of a well-known controller; None when they do not hold it."""
+        return None if self._known is None else self._known.get(*ref)
+
+    async def _read_through_owner(self, pod: PodView, ref: Ref) -> Ref | None:
+        try:
+            return await self._owners.get(ref, lambda: self._load_owner(ref))
+        except _Unavailable as err:
+            parent = self._inferred_parent(pod, ref)
+            log.warning(
+                "could not read the pod's controller; inferring its owner",
+                controller="/".join(ref),
+                inferred="/".join(parent) if parent else None,
+                error=str(err),
+            )
+        return parent
 
     @staticmethod
     def _inferred_parent(pod: PodView, ref: Ref) -> Ref | None:
@@ -320,6 +349,10 @@ class AdmissionTargets:
 
     async def selector(self, namespace: str, target: TargetRef) -> Selector | None:
         ref: Ref = (namespace, target.kind, target.name)
+        view = self._cached(ref) if target.kind in WELL_KNOWN else None
+        if view is not None:
+            self.known_answers += 1
+            return view.selector
         return await self._selectors.get(ref, lambda: self._load_selector(ref, target.api_version))
 
     @property

@@ -23,7 +23,7 @@ Must not: hand raw API dicts out, decide anything, or write.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -120,7 +120,14 @@ def _limit_range(obj: dict[str, Any]) -> LimitRangeView | None:
 class ControllerCaches:
     """One watch cache per well-known controller kind, and one for LimitRanges."""
 
-    def __init__(self, client: KubeClient, clock: Clock, *, namespace: str | None = None) -> None:
+    def __init__(
+        self,
+        client: KubeClient,
+        clock: Clock,
+        *,
+        namespace: str | None = None,
+        observer: Callable[[str, str, int], None] | None = None,
+    ) -> None:
         self.controllers: dict[str, WatchCache[ControllerView]] = {}
         for kind, (group, version, plural) in KINDS.items():
 
@@ -133,6 +140,7 @@ class ControllerCaches:
                 api_path(group, version, plural, namespace=namespace),
                 convert,
                 name=plural,
+                observer=observer,
             )
         self.limitranges: WatchCache[LimitRangeView] = WatchCache(
             client,
@@ -140,6 +148,7 @@ class ControllerCaches:
             api_path("", "v1", "limitranges", namespace=namespace),
             _limit_range,
             name="limitranges",
+            observer=observer,
         )
         self.limitranges.add_index("namespace", lambda lr: [lr.namespace])
 

@@ -1,6 +1,7 @@
 """`AdmissionTargets` reads: their deadline is real time even when the injected clock runs fast; a workload's
 selector comes with its read as an owner, and the Deployment is read beside its ReplicaSet (the ReplicaSet's
-owner reference deciding); served from another loop, they go through a client of that loop."""
+owner reference deciding); served from another loop, they go through a client of that loop; what the shared
+controller caches hold is answered without a read."""
 
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ from tests.builders import make_pod
 from vpa.components.loop_thread import LoopThread
 from vpa.components.webhook_targets import AdmissionTargets
 from vpa.kube.client import KubeClient, NotFound
+from vpa.kube.controllers import ControllerView
 from vpa.kube.converting import pod_from_dict
 from vpa.model.clock import RealClock, VirtualClock
+from vpa.model.selector import Selector
 from vpa.model.vpa import TargetRef
 
 
@@ -215,3 +218,57 @@ async def test_the_replicasets_owner_reference_decides_not_the_guess() -> None:
     # The wrong guess was read once (a 404, cached as missing) and not again for the second pod.
     assert sum("/deployments/other" in p for p in client.paths) == 1
     assert sum("/replicasets/" in p for p in client.paths) == 1
+
+
+class Known:
+    """The shared controller caches, reduced to their lookup."""
+
+    def __init__(self, *views: ControllerView) -> None:
+        self.views = {(v.namespace, v.kind, v.name): v for v in views}
+
+    def get(self, namespace: str, kind: str, name: str) -> ControllerView | None:
+        return self.views.get((namespace, kind, name))
+
+
+WEB_RS = ControllerView("ReplicaSet", "default", "web-7d9f8b6c4", owner_kind="Deployment", owner_name="web")
+WEB = ControllerView("Deployment", "default", "web", selector=Selector.from_match_labels({"app": "web"}))
+
+
+async def test_what_the_shared_caches_hold_is_answered_without_a_read() -> None:
+    client = CountingClient()
+    targets = AdmissionTargets(cast(KubeClient, client), VirtualClock(), known=Known(WEB_RS, WEB))
+    pod = pod_from_dict(make_pod("web-7d9f8b6c4-x2k9p", app="web"))
+    try:
+        assert await targets.top_most(pod) == "default/Deployment/web"
+        selector = await targets.selector("default", TargetRef("apps/v1", "Deployment", "web"))
+    finally:
+        targets.close()
+    assert selector is not None
+    assert selector.matches(pod.labels)
+    assert client.paths == []
+    assert targets.known_answers == 3  # the ReplicaSet, the Deployment, the Deployment's selector
+
+
+async def test_a_replicaset_the_caches_have_not_seen_yet_is_read_its_known_owner_is_not() -> None:
+    # A rollout's new ReplicaSet: its first pod's review may come before the ReplicaSet's watch event.
+    client = CountingClient()
+    targets = AdmissionTargets(cast(KubeClient, client), VirtualClock(), known=Known(WEB))
+    pod = pod_from_dict(make_pod("web-7d9f8b6c4-x2k9p", app="web"))
+    try:
+        assert await targets.top_most(pod) == "default/Deployment/web"
+        await asyncio.sleep(0)
+    finally:
+        targets.close()
+    assert client.paths == ["/apis/apps/v1/namespaces/default/replicasets/web-7d9f8b6c4"]
+
+
+async def test_a_cached_controller_without_an_owner_is_the_top() -> None:
+    client = CountingClient()
+    orphan = ControllerView("ReplicaSet", "default", "web-7d9f8b6c4")
+    targets = AdmissionTargets(cast(KubeClient, client), VirtualClock(), known=Known(orphan, WEB))
+    pod = pod_from_dict(make_pod("web-7d9f8b6c4-x2k9p", app="web"))
+    try:
+        assert await targets.top_most(pod) == "default/ReplicaSet/web-7d9f8b6c4"
+    finally:
+        targets.close()
+    assert client.paths == []
