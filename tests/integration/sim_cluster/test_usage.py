@@ -123,3 +123,21 @@ async def test_repeated_oom_kills_back_off_like_crash_loop() -> None:
         assert status["restartCount"] == 4
         assert status["lastState"]["terminated"]["finishedAt"] == "2026-01-01T00:01:22Z"
         assert status["state"]["running"]["startedAt"] == "2026-01-01T00:02:02Z"
+
+
+async def test_a_container_whose_kill_is_due_is_not_reported() -> None:
+    # The node agent kills on a timer; a metrics read at an instant past that timer's due time, before the
+    # timer has run, must not report the container (the kernel has killed it by then).
+    async with sim("1.35") as (cluster, _):
+        fast = {"app": {"memory": {"type": "leak", "start": "500Mi", "per_hour": "3600Mi"}}}
+        await create_pod(cluster, pod("crashy", annotations={ANNOTATION: json.dumps(fast)}))
+        assert cluster.behaviour is not None
+        metrics = cluster.behaviour.metrics
+        stored = cluster.store.get("pods", "default", "crashy")
+        assert stored is not None
+        kill = metrics.agent.runs[("default", "crashy")].oom_timers["app"]
+        # Half a second before the kill: above the 512Mi limit, reported at the limit.
+        before = metrics._usage(stored, kill.due - 0.5)
+        assert before is not None
+        assert [(name, mem) for name, _, mem in before] == [("app", 512 * MI)]
+        assert metrics._usage(stored, kill.due + 0.5) == []  # the kill was due by then

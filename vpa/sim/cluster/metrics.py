@@ -137,8 +137,11 @@ class Metrics:
             cpu = self.usage.cpu_millicores(pod, container, t, run.start_at, started, req, lim)
             mem = self.usage.memory_bytes(pod, container, t, run.start_at, started, req, lim)
             limit = lim.get("memory")
-            if limit is not None:
-                mem = min(mem, limit)  # the kernel never lets the working set exceed the limit
+            if limit is not None and mem > limit:
+                kill = run.oom_timers.get(name)
+                if kill is not None and not kill.cancelled and kill.due <= t:
+                    continue  # killed by then: the node agent's timer for it just has not run yet
+                mem = limit  # the kernel never lets the working set exceed the limit
             out.append((name, cpu, mem))
         # Native sidecars run for the pod's lifetime and metrics-server reports them beside the containers
         # (the kubelet's summary lists every running container). The node agent runs them with their spec
