@@ -626,13 +626,15 @@ class AdmissionServer:
 
 
 class LimitRanges:
-    """The LimitRanges of every namespace (our own watch cache), merged per namespace on demand."""
+    """The LimitRanges of every namespace (a watch cache: the process's shared one, or our own), merged per
+    namespace on demand."""
 
     def __init__(self, cache: WatchCache[LimitRangeView]) -> None:
         self.cache = cache
         self._merged: dict[str, NamespaceLimits] = {}
         self._changes = 0  # the webhook merges on its own thread while this cache's handlers forget
-        cache.add_index("namespace", lambda lr: [lr.namespace])
+        if not cache.has_index("namespace"):  # the shared cache has it (`ControllerCaches`)
+            cache.add_index("namespace", lambda lr: [lr.namespace])
         cache.on_add(self._forget)
         cache.on_update(lambda _old, new: self._forget(new))
         cache.on_delete(self._forget)
@@ -770,13 +772,20 @@ class AdmissionController:
         # connection pool of that thread's loop too (`AdmissionTargets.open_own_client`).
         self.targets = AdmissionTargets(ctx.client.derive(), ctx.clock, known=ctx.controllers)
         namespace = ctx.settings.common.vpa_object_namespace or None
-        self.limit_cache: WatchCache[LimitRangeView] = WatchCache(
-            ctx.client,
-            ctx.clock,
-            api_path("", "v1", "limitranges", namespace=namespace),
-            _to_limit_range,
-            name="limitranges",
-        )
+        # The process's LimitRanges cache when it has the shared controller caches (synced before this
+        # starts), else one of our own, run from `start()`.
+        self.own_limit_cache = ctx.controllers is None
+        self.limit_cache: WatchCache[LimitRangeView]
+        if ctx.controllers is not None:
+            self.limit_cache = ctx.controllers.limitranges
+        else:
+            self.limit_cache = WatchCache(
+                ctx.client,
+                ctx.clock,
+                api_path("", "v1", "limitranges", namespace=namespace),
+                _to_limit_range,
+                name="limitranges",
+            )
         self.limits = LimitRanges(self.limit_cache)
         self.namespaces = NamespacesWithVpas()
         self.admitter = Admitter(
@@ -902,7 +911,8 @@ class AdmissionController:
             raise StartupError(f"admission controller TLS: {err}") from None
         self.ca_bundle = ca
         self.namespaces.attach(self.ctx.vpas)
-        self._spawn("limitranges", self.limit_cache.run())
+        if self.own_limit_cache:
+            self._spawn("limitranges", self.limit_cache.run())
         try:
             await asyncio.wait_for(self.limit_cache.wait_synced(), self.limitrange_sync_timeout_s)
         except TimeoutError:

@@ -153,6 +153,10 @@ async def test_kubectl_apply_deployment_gets_recommended_resources(tmp_path: Pat
             metrics = controller.metrics
             assert metrics.pods.labels(applied="true")._value.get() == 2
             assert metrics.pods.labels(applied="false")._value.get() == 1
+            # One LimitRange watch per process: the webhook reads the shared controller caches' one.
+            assert controller.ctx.controllers is not None
+            assert controller.limit_cache is controller.ctx.controllers.limitranges
+            assert not controller.own_limit_cache
 
 
 INVALID: list[tuple[str, dict[str, Any], str]] = [

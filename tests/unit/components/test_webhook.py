@@ -586,6 +586,9 @@ class _RacingLimitRangeCache:
     def add_index(self, name: str, key: Any) -> None:
         pass
 
+    def has_index(self, name: str) -> bool:
+        return False
+
     def on_add(self, handler: Any) -> None:
         self.forget.append(handler)
 
