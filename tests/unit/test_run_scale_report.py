@@ -1,0 +1,38 @@
+"""`benchmarks.run_scale` reads the longest main-loop stall from a `/debug/stalls` report, not the webhook's
+loop's."""
+
+from __future__ import annotations
+
+from benchmarks.run_scale import _longest_stall_ms, _timed_rows
+
+REPORT = """stalls over 5 ms: 12; GC total 0.010 s
+
+--- 26.1 ms, 1 samples, GC 0.0 ms (longest 0.0 ms (generation -1, thread -))
+  stack seen 1x:
+    vpa/kube/watching.py:411 _parse_page
+
+--- 19.0 ms, 1 samples, waiting for a CPU 0.0 ms, GC 0.0 ms (longest 0.0 ms (generation -1, thread -))
+
+=== the admission webhook's event loop
+stalls over 5 ms: 1; GC total 0.010 s, longest collection 2.0 ms (generation 0, thread MainThread)
+
+--- 54.7 ms, 1 samples, GC 0.0 ms (longest 0.0 ms (generation -1, thread -))
+"""
+
+
+def test_the_main_loops_first_entry_is_its_longest_stall() -> None:
+    assert _longest_stall_ms(REPORT) == 26.1
+
+
+def test_a_report_without_main_loop_stalls_has_none() -> None:
+    webhook_only = "stalls over 5 ms: 0\n\n=== the admission webhook's event loop\n--- 54.7 ms, 1 samples\n"
+    assert _longest_stall_ms(webhook_only) is None
+
+
+def test_the_timed_row_names_each_window_and_the_worst() -> None:
+    assert _timed_rows({}) == []
+    ((name, value, detail),) = _timed_rows({"ready": 26.1, "first": None, "relist": 32.1})
+    assert name == "longest stall timed by --profiling"
+    assert value == "32.1 ms"
+    assert detail == ("up to ready 26.1 ms; up to the first loop's end none; up to the relist's end 32.1 ms "
+                      "(since start)")
