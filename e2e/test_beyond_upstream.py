@@ -146,6 +146,18 @@ def test_a_native_sidecar_is_recommended_and_admitted_plain_init_containers_unto
     assert "initContainer 1: cpu request, memory request" in annotations["vpaUpdates"], annotations
 
 
+def _marked_in_place(sim: Cluster, namespace: str, selector: str, uids: set[str]) -> list[dict[str, Any]]:
+    """The pods `uids`, once each carries `vpaInPlaceUpdated: "true"`: the updater writes that annotation
+    after the resize itself (two requests), so a poll may see the new resources a moment before it."""
+
+    def marked() -> list[dict[str, Any]] | None:
+        pods = [p for p in live_pods(sim, namespace, selector) if p["metadata"]["uid"] in uids]
+        done = [p for p in pods if annotations_of(p).get("vpaInPlaceUpdated") == "true"]
+        return done if len(done) == len(uids) else None
+
+    return sim.wait_for("the resized pods annotated vpaInPlaceUpdated", marked, timeout_s=30)
+
+
 def test_a_native_sidecar_is_resized_in_place(sim: Cluster, vpa_run: VpaRunFactory, namespace: str) -> None:
     vpa_run(feature_gates={"NativeSidecar": True})
     proxy = _container("proxy", {"cpu": "50m", "memory": "32Mi"}, restartPolicy="Always")
@@ -170,7 +182,7 @@ def test_a_native_sidecar_is_resized_in_place(sim: Cluster, vpa_run: VpaRunFacto
         return done or None
 
     (pod, *_) = sim.wait_for("a sidecar resized in place", resized, timeout_s=90)
-    assert annotations_of(pod).get("vpaInPlaceUpdated") == "true"
+    (pod,) = _marked_in_place(sim, namespace, "app=mesh", {pod["metadata"]["uid"]})
     sidecar_status = pod["status"]["initContainerStatuses"][0]
     assert sidecar_status["name"] == "proxy"
     assert sidecar_status.get("restartCount", 0) == 0, sidecar_status
@@ -354,6 +366,6 @@ def test_reactive_a_new_recommendation_is_applied_in_place_without_waiting_for_t
         return done if len(done) == 2 else None
 
     pods = sim.wait_for("both pods resized in place, between updater ticks", resized, timeout_s=120)
-    assert all(annotations_of(p).get("vpaInPlaceUpdated") == "true" for p in pods)
+    _marked_in_place(sim, namespace, "app=eager", {p["metadata"]["uid"] for p in pods})
     assert events_for(sim, namespace, "InPlaceResizedByVPA")
     assert not events_for(sim, namespace, "EvictedByVPA")
