@@ -12,12 +12,14 @@ or format output.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
 from vpa.kube import converting
 from vpa.kube.client import KubeClient, api_path
+from vpa.kube.paging import PagedList
 from vpa.kube.targets import TargetResolver
 from vpa.model.clock import Clock
 from vpa.model.event import EventView
@@ -48,17 +50,9 @@ class ReportInputs:
 
 
 async def _list(client: KubeClient, path: str, query: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = []
-    token: str | None = None
-    while True:
-        page_query: dict[str, Any] = {"limit": PAGE_SIZE, **(query or {})}
-        if token:
-            page_query["continue"] = token
-        answer = await client.get(path, query=page_query)
-        items.extend(answer.get("items") or [])
-        token = (answer.get("metadata") or {}).get("continue")
-        if not token:
-            return items
+    pages = PagedList(client, path, query, page_size=PAGE_SIZE)
+    async with contextlib.aclosing(pages.items()) as items:
+        return [item async for item in items if isinstance(item, dict)]
 
 
 def _convert(objs: Iterable[dict[str, Any]], convert: Callable[[dict[str, Any]], T]) -> tuple[list[T], int]:

@@ -11,11 +11,13 @@ checkpoint content (`vpa.kube.converting` and `vpa.logic.checkpointing` do), or 
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from typing import Any, Final
 
 from vpa.kube.client import ApiError, JsonObj, KubeClient, api_path
 from vpa.kube.converting import vpa_status_to_dict
+from vpa.kube.paging import PagedList
 from vpa.model.vpa import VpaStatus
 
 VPA_GROUP: Final = "autoscaling.k8s.io"
@@ -52,17 +54,9 @@ class CheckpointStore:
     async def list(self) -> list[JsonObj]:
         """Every checkpoint (in the configured namespace, if any), paged."""
         path = api_path(VPA_GROUP, VPA_VERSION, CHECKPOINTS, namespace=self._namespace)
-        out: list[JsonObj] = []
-        continue_token = ""
-        while True:
-            query: dict[str, str | int | bool] = {"limit": 500}
-            if continue_token:
-                query["continue"] = continue_token
-            page = await self._client.get(path, query=query, timeout_s=60.0)
-            out.extend(item for item in page.get("items") or () if isinstance(item, dict))
-            continue_token = str((page.get("metadata") or {}).get("continue") or "")
-            if not continue_token:
-                return out
+        pages = PagedList(self._client, path)
+        async with contextlib.aclosing(pages.items()) as items:
+            return [item async for item in items if isinstance(item, dict)]
 
     async def write(self, namespace: str, name: str, vpa_name: str, container_name: str,
                     status: Mapping[str, Any], annotations: Mapping[str, str] | None = None) -> None:

@@ -26,6 +26,7 @@ object (every failure becomes an unsupported-config `Resolution`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -34,10 +35,10 @@ import structlog
 
 from vpa.kube.client import ApiError, KubeClient, api_path
 from vpa.kube.converting import ConversionError, selector_from_scale, selector_from_workload
+from vpa.kube.paging import PagedList
 from vpa.model.clock import Clock
 from vpa.model.selector import Selector
 from vpa.model.vpa import TargetRef
-from vpa.pacing import Slices
 
 log = structlog.get_logger(__name__)
 
@@ -274,33 +275,23 @@ class TargetResolver:
 
     async def _list(self, kind: str) -> _Snapshot:
         group, version, plural = WELL_KNOWN[kind]
-        path = api_path(group, version, plural, namespace=self._namespace)
         snapshot = _Snapshot(self._clock.now())
-        continue_token = ""
-        while True:
-            query: dict[str, str | int | bool] = {"limit": 500}
-            if continue_token:
-                query["continue"] = continue_token
-            self.requests += 1
-            page = await self._client.get(path, query=query, timeout_s=60.0)
-            continue_token = str((page.get("metadata") or {}).get("continue") or "")
-            items = page.get("items") or []
-            del page
-            # 500 workloads converted in slices (the recommender's first loop shares the event loop with the
-            # webhook; one page in one go held it up to 46 ms on a loaded machine), each dropped once read.
-            slices = Slices()
-            for index, obj in enumerate(items):
-                items[index] = None
-                metadata = obj.get("metadata") if isinstance(obj, Mapping) else None
-                if not isinstance(metadata, Mapping) or not isinstance(metadata.get("name"), str):
-                    continue
-                snapshot.nodes[(str(metadata.get("namespace") or ""), metadata["name"])] = _workload_node(
-                    kind, obj)
-                if slices.due():
-                    await slices.pause()
-            if not continue_token:
-                return snapshot
-            await asyncio.sleep(0)
+        # Parsed and converted an item at a time, paced (the recommender's first loop shares the event loop
+        # with the webhook; one page parsed and converted in one go held it 24-46 ms).
+        pages = PagedList(self._client, api_path(group, version, plural, namespace=self._namespace))
+        try:
+            async with contextlib.aclosing(pages.items()) as items:
+                async for obj in items:
+                    if not isinstance(obj, Mapping):
+                        continue
+                    metadata = obj.get("metadata")
+                    if not isinstance(metadata, Mapping) or not isinstance(metadata.get("name"), str):
+                        continue
+                    snapshot.nodes[(str(metadata.get("namespace") or ""), metadata["name"])] = (
+                        _workload_node(kind, obj))
+        finally:
+            self.requests += pages.requests
+        return snapshot
 
     # ------------------------------------------------------------------------------ scalable kinds
 

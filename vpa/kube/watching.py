@@ -32,7 +32,7 @@ import structlog
 
 from vpa.cancelling import cancel_and_wait
 from vpa.kube.client import ApiError, Gone, KubeClient, Query
-from vpa.kube.metricsreading import list_items
+from vpa.kube.paging import PagedList
 from vpa.model.clock import Clock, RealClock
 from vpa.pacing import Slices
 
@@ -324,105 +324,34 @@ class WatchCache(Generic[T]):
     # ------------------------------------------------------------------------------------------ LIST
 
     async def _list(self) -> tuple[set[Key], str]:
-        """A paged LIST applied to the cache as it is parsed. Each page is parsed item by item
-        (`list_items`) and each object applied at once (`_upsert`: added, updated, or dropped when the
-        cache already holds its resourceVersion), in slices of `slice_s`, yielding to the event loop between
-        slices; the next page is requested as soon as this one's continue token is read, so it downloads
-        while this one is parsed. Returns the keys the LIST held (the caller deletes the others) and its
-        resourceVersion. Applying as it goes, never building a second cache beside the first, keeps a
-        relist's peak memory at the cache plus a page."""
+        """A paged LIST (`PagedList`: parsed an item at a time, paced, the next page downloading meanwhile)
+        applied to the cache as it is parsed: each object applied at once (`_upsert`: added, updated, or
+        dropped when the cache already holds its resourceVersion). Returns the keys the LIST held (the caller
+        deletes the others) and its resourceVersion. Applying as it goes, never building a second cache
+        beside the first, keeps a relist's peak memory at the cache plus a page."""
         seen: set[Key] = set()
-        page_size = self._page_size
-        token: str | None = None
-        pending: asyncio.Task[bytes] | None = None
 
-        def fetch(continue_token: str | None) -> asyncio.Task[bytes]:
-            query = self._selectors({})
-            if page_size > 0:
-                query["limit"] = page_size
-            if continue_token:
-                query["continue"] = continue_token
-            return asyncio.ensure_future(self._fetch_page(query))
+        def restarted() -> None:
+            # The continue token outlived the server's compaction window and the LIST starts over,
+            # unpaged. What was applied stays (it was the server's state, as a watch event would have
+            # been); what the new LIST lacks is deleted at its end.
+            self._count("list_restarts")
+            log.info("watch_cache_list_restart", cache=self.name, reason="continue token expired")
+            seen.clear()
 
-        try:
-            with _gc_paused():
-                pending = fetch(None)
-                while True:
-                    assert pending is not None
-                    try:
-                        raw = await pending
-                    except Gone:
-                        if not token:
-                            raise
-                        # The continue token outlived the server's compaction window: start over, unpaged,
-                        # as client-go's pager does, so the same thing cannot happen again mid-way. What was
-                        # applied stays (it was the server's state, as a watch event would have been); what
-                        # the new LIST lacks is deleted at its end.
-                        self._count("list_restarts")
-                        log.info("watch_cache_list_restart", cache=self.name, reason="continue token expired")
-                        seen.clear()
-                        token = None
-                        page_size = 0
-                        pending = fetch(None)
-                        continue
-                    pending = None
-                    following: list[str | None] = [None]
-
-                    def next_page(metadata: dict[str, Any], following: list[str | None] = following) -> None:
-                        nonlocal pending
-                        following[0] = str(metadata.get("continue") or "") or None
-                        if following[0]:
-                            pending = fetch(following[0])
-
-                    metadata = await self._parse_page(raw, seen, next_page)
-                    del raw  # a page can be megabytes: do not hold it while the next one downloads
-                    token = following[0]
-                    if not token:
-                        return seen, str(metadata.get("resourceVersion") or "")
-        finally:
-            if pending is not None and not pending.done():
-                pending.cancel()
-                with contextlib.suppress(BaseException):
-                    await pending
-
-    async def _fetch_page(self, query: dict[str, str | int | bool]) -> bytes:
-        _, raw = await self._client.request_raw(
-            "GET", self._path, query=query, timeout_s=self._list_timeout_s)
-        return raw
-
-    async def _parse_page(
-        self,
-        raw: bytes,
-        seen: set[Key],
-        on_metadata: Callable[[dict[str, Any]], None],
-    ) -> dict[str, Any]:
-        """Parse and convert one LIST page into the cache (`_upsert`, keys added to `seen`), a slice at a
-        time; `on_metadata` hears the page's metadata as soon as it is read (before the items, as
-        kube-apiserver orders the fields)."""
-        others: dict[str, object] = {}
-        told = False
-        slices = Slices(self._slice_s)
-        try:
-            text = raw.decode("utf-8")
-            for obj in list_items(text, others):
-                if not told and "metadata" in others:
-                    told = True
-                    on_metadata(_as_dict(others["metadata"]))
-                converted = self._convert(obj)
-                del obj
-                if converted is not None:
-                    key, rv, value = converted
-                    seen.add(key)
-                    self._upsert(key, rv, value)
-                    del converted, value
-                if slices.due():
-                    await slices.pause()
-        except (ValueError, IndexError, UnicodeDecodeError) as err:
-            raise ApiError(0, "BadList", f"LIST {self._path} did not return a list: {err}") from None
-        metadata = _as_dict(others.get("metadata"))
-        if not told:
-            on_metadata(metadata)
-        return metadata
+        pages = PagedList(self._client, self._path, self._selectors({}), page_size=self._page_size,
+                          slice_s=self._slice_s, timeout_s=self._list_timeout_s, on_restart=restarted)
+        with _gc_paused():
+            async with contextlib.aclosing(pages.items()) as items:
+                async for obj in items:
+                    converted = self._convert(obj)
+                    del obj
+                    if converted is not None:
+                        key, rv, value = converted
+                        seen.add(key)
+                        self._upsert(key, rv, value)
+                        del converted, value
+        return seen, pages.resource_version
 
     def _convert(self, obj: Any) -> tuple[Key, str, T] | None:
         """(key, resourceVersion, transformed) or None for a malformed/skipped object (counted, logged)."""

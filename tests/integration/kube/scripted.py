@@ -69,7 +69,8 @@ class ScriptedServer:
             return resp
         return web.Response(
             status=canned.status,
-            body=orjson.dumps(canned.body) if canned.body is not None else b"",
+            body=(canned.body if isinstance(canned.body, bytes)  # sent as is (a malformed body, say)
+                  else orjson.dumps(canned.body) if canned.body is not None else b""),
             headers=canned.headers,
             content_type="application/json",
         )
