@@ -46,6 +46,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import dataclasses
+import functools
 import hashlib
 import ssl
 import threading
@@ -867,7 +868,7 @@ class AdmissionController:
             try:
                 cert, key = self.files.read_pair()
                 if cert != self.tls.cert_pem:
-                    self.tls.swap(cert, key)
+                    await asyncio.to_thread(self.tls.swap, cert, key)
                     log.info("reloaded the serving certificate", cert_file=self.files.cert_file)
             except certs.CertificateError as err:
                 # Typically a half-written pair: keep serving the old one, look again next round.
@@ -888,7 +889,7 @@ class AdmissionController:
                 continue
             assert self.tls is not None
             if bundle.cert_pem != self.tls.cert_pem:
-                self.tls.swap(bundle.cert_pem, bundle.key_pem)
+                await asyncio.to_thread(self.tls.swap, bundle.cert_pem, bundle.key_pem)
                 log.info("serving the renewed self-managed certificate")
             await self._apply_ca(bundle.ca_cert_pem)
 
@@ -903,9 +904,10 @@ class AdmissionController:
         """Listen, register and start renewing the status Lease; returns once serving."""
         try:
             cert, key, ca = await self._load_tls()
-            self.tls = certs.RotatingServerContext(
-                cert, key, min_tls_version=self.settings.min_tls_version, ciphers=self.settings.tls_ciphers
-            )
+            # Two contexts loaded from temporary files: off the event loop, which the caches' LISTs share.
+            self.tls = await asyncio.to_thread(functools.partial(
+                certs.RotatingServerContext,
+                cert, key, min_tls_version=self.settings.min_tls_version, ciphers=self.settings.tls_ciphers))
         except certs.CertificateError as err:
             # The message names the file or the flag (--tls-ciphers, --min-tls-version) at fault.
             raise StartupError(f"admission controller TLS: {err}") from None
