@@ -35,12 +35,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import multiprocessing
+import os
 import re
 import shutil
 import ssl
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +63,7 @@ from benchmarks.control_plane import (
     _until,
     _vpa,
 )
+from vpa.components.stallprobe import open_stat, steal_s
 
 TARGET_RECOMMENDED_S = 60.0
 TARGET_STALL_MS = 20.0
@@ -285,6 +288,7 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
             work / "vpa-run.log",
         )  # fmt: skip
         started = time.monotonic()
+        steal = {"start": _steal_now()}  # the machine's hypervisor steal (all CPUs), at each window's edge
         plain = aiohttp.ClientSession()
         text: dict[str, str] = {"t": ""}
         timed: dict[str, float | None] = {}  # longest stalls the --profiling probe timed, by window
@@ -335,6 +339,7 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
             throttled = _metric(metrics_text, "rest_client_requests_total", 'code="429"')
             requests_first = _metric(metrics_text, "rest_client_requests_total")
             rss_first = _proc_status_mib(run_proc.pid, "VmHWM")
+            steal["first"] = _steal_now()
             if stalls_out is not None:
                 timed["first"] = await _save_stalls(plain, port, stalls_out, "up to the first loop's end")
             if first_only:
@@ -353,6 +358,7 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
                     ("webhook during the first loop (c=1)", f"p99 {during_first['p99']:.1f} ms",
                      _webhook_detail(during_first)),
                     ("vpa run peak RSS so far", f"{rss_first:.0f} MiB", ""),
+                    *_steal_rows(steal, first_loop_s, None),
                 ]  # fmt: skip
                 return rows, rec_ok
 
@@ -392,6 +398,7 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
             await k.call("POST", "/sim/v1/faults/compact", {})
             await k.call("POST", "/sim/v1/faults/drop-watches", {})
             relist_started = time.monotonic()
+            steal["relist"] = _steal_now()
 
             async def relisted() -> bool:  # the pods and the VPAs, at least
                 now = await scrape()
@@ -401,6 +408,7 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
             await _until("the relist", relisted, run_proc, work / "vpa-run.log", 600)
             await asyncio.sleep(3)
             relist_s = time.monotonic() - relist_started
+            steal["relist end"] = _steal_now()
             during_relist = _percentiles(await probe.finish())
             stall_relist = _metric(await scrape(), "vpa_event_loop_lag_max_seconds") * 1000
             lag_relist = _lag_window(before_relist, text["t"])
@@ -454,6 +462,7 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
             and rss_peak <= TARGET_RSS_MIB
         )
         rows += _timed_rows(timed)
+        rows += _steal_rows(steal, first_loop_s, relist_s)
         if probe.errors:
             rows.append(("webhook probe errors", f"{probe.errors}", ""))
     finally:
@@ -486,6 +495,32 @@ def _timed_rows(timed: dict[str, float | None]) -> list[tuple[str, str, str]]:
     parts = [f"up to {when[k]} {'none' if v is None else f'{v:.1f} ms'}" for k, v in timed.items()]
     worst = max((v for v in timed.values() if v is not None), default=0.0)
     return [("longest stall timed by --profiling", f"{worst:.1f} ms", "; ".join(parts) + " (since start)")]
+
+
+def _steal_now() -> float | None:
+    fd = open_stat()
+    try:
+        return steal_s(fd)
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+def _steal_rows(steal: Mapping[str, float | None], first_loop_s: float,
+                relist_s: float | None) -> list[tuple[str, str, str]]:
+    """The hypervisor's steal of the machine's CPUs (summed) in the first loop's window and the relist's, when
+    the kernel reports it: time in which no process of the benchmark could run, whatever it was doing."""
+    cpus = os.cpu_count() or 1
+    rows = []
+    for label, start, end, seconds in (("start to the first loop's end", "start", "first", first_loop_s),
+                                       ("the relist", "relist", "relist end", relist_s)):
+        a, b = steal.get(start), steal.get(end)
+        if a is None or b is None or seconds is None or seconds <= 0:
+            continue
+        share = (b - a) / (seconds * cpus) * 100
+        rows.append((f"hypervisor steal: {label}", f"{b - a:.2f} s",
+                     f"of {cpus} CPUs' {seconds * cpus:.0f} s ({share:.1f}%), /proc/stat"))
+    return rows
 
 
 def _longest_stall_ms(report: str) -> float | None:

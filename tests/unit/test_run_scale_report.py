@@ -1,9 +1,11 @@
 """`benchmarks.run_scale` reads the longest main-loop stall from a `/debug/stalls` report, not the webhook's
-loop's."""
+loop's, and gives the hypervisor's steal of each window."""
 
 from __future__ import annotations
 
-from benchmarks.run_scale import _longest_stall_ms, _timed_rows
+import pytest
+
+from benchmarks.run_scale import _longest_stall_ms, _steal_rows, _timed_rows
 
 REPORT = """stalls over 5 ms: 12; GC total 0.010 s
 
@@ -36,3 +38,17 @@ def test_the_timed_row_names_each_window_and_the_worst() -> None:
     assert value == "32.1 ms"
     assert detail == ("up to ready 26.1 ms; up to the first loop's end none; up to the relist's end 32.1 ms "
                       "(since start)")
+
+
+def test_the_steal_rows_give_each_windows_share_of_the_machines_cpu_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("benchmarks.run_scale.os.cpu_count", lambda: 2)
+    steal = {"start": 10.0, "first": 10.6, "relist": 11.0, "relist end": 11.1}
+    first, relist = _steal_rows(steal, 30.0, 10.0)
+    assert first == ("hypervisor steal: start to the first loop's end", "0.60 s",
+                     "of 2 CPUs' 60 s (1.0%), /proc/stat")
+    assert relist[1] == "0.10 s"
+    assert relist[2].startswith("of 2 CPUs' 20 s (0.5%)")
+    assert _steal_rows(steal, 30.0, None) == [first]  # --first-only: no relist
+    assert _steal_rows({"start": None, "first": None}, 30.0, None) == []  # no steal reported

@@ -11,7 +11,11 @@ as text for `/debug/stalls`. With `count_waiting`, samples in which the loop thr
 (waiting to be scheduled or for the GIL) count too, as a stall of no code of its own. Where the kernel keeps
 per-thread scheduler statistics (`/proc/self/task/<tid>/schedstat`), each stall also says how much of it,
 from its detection (`threshold_s` in) to its end, the loop thread spent runnable but waiting for a CPU: that
-tells the machine's CPU contention apart from waiting for the GIL.
+tells the machine's CPU contention apart from waiting for the GIL. Where the kernel reports steal time (a
+virtual machine whose vCPUs the hypervisor takes away: `/proc/stat`, the `cpu` line's eighth value), each
+stall also says how much steal the machine's CPUs (summed) accrued from the last heartbeat before it to the
+first after it (in the kernel's 10 ms ticks): a stall the process could not have prevented, with one sample
+(no thread of the process ran meanwhile) and steal of its length, tells itself apart.
 
 Must not: run unless asked (`--profiling`: the thread takes the GIL every few milliseconds while the loop is
 stalled, which lengthens the stall it observes by a little), touch anything but its own state, or raise
@@ -25,13 +29,14 @@ import asyncio
 import collections
 import gc
 import io
+import os
 import sys
 import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import FrameType
-from typing import Any
+from typing import Any, Final
 
 Frame = tuple[str, int, str]  # (file, line, function)
 
@@ -55,6 +60,7 @@ class Stall:
     others: dict[str, collections.Counter[tuple[Frame, ...]]] = field(default_factory=dict)
     run_delay_at_start: float | None = None  # the loop thread's run-queue wait so far, at its detection
     cpu_wait_seconds: float | None = None  # from its detection to its end, spent runnable awaiting a CPU
+    steal_seconds: float | None = None  # the machine's CPUs' steal (summed) from its start to its end
 
 
 def _stack(frame: FrameType | None, depth: int) -> tuple[Frame, ...]:
@@ -83,6 +89,32 @@ def _run_delay(path: str | None) -> float | None:
     try:
         with open(path, "rb") as f:
             return int(f.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+_TICK_S: Final = 1.0 / (os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100)
+
+
+def open_stat() -> int | None:
+    """A descriptor of `/proc/stat` whose `cpu` line has a steal value, or None (not Linux, too old)."""
+    try:
+        fd = os.open("/proc/stat", os.O_RDONLY)
+    except OSError:
+        return None
+    if steal_s(fd) is None:
+        os.close(fd)
+        return None
+    return fd
+
+
+def steal_s(fd: int | None) -> float | None:
+    """The machine's CPUs' total steal time so far (seconds, summed over CPUs), or None."""
+    if fd is None:
+        return None
+    try:
+        first = os.pread(fd, 256, 0).split(b"\n", 1)[0].split()
+        return int(first[8]) * _TICK_S if first[0] == b"cpu" else None
     except (OSError, IndexError, ValueError):
         return None
 
@@ -123,6 +155,8 @@ class StallProbe:
         self._gc_seconds_total = 0.0
         self._gc_longest: tuple[float, int, str] = (0.0, -1, "")
         self._schedstat: str | None = None
+        self._stat_fd: int | None = None
+        self._steal_at_beat: float | None = None
 
     # ----------------------------------------------------------------------------------- lifecycle
 
@@ -131,6 +165,8 @@ class StallProbe:
         self._schedstat = f"/proc/self/task/{threading.get_native_id()}/schedstat"
         if _run_delay(self._schedstat) is None:
             self._schedstat = None
+        self._stat_fd = open_stat()
+        self._steal_at_beat = steal_s(self._stat_fd)
         self._heartbeat = time.perf_counter()
         self._task = asyncio.ensure_future(self._beat())
         self._task.set_name("stall-probe")
@@ -148,15 +184,20 @@ class StallProbe:
             await cancel_and_wait((self._task,))
         if self._thread is not None:
             await asyncio.to_thread(self._thread.join, 1.0)
+        if self._stat_fd is not None:
+            os.close(self._stat_fd)
+            self._stat_fd = None
 
     async def _beat(self) -> None:
         while True:
             now = time.perf_counter()
+            steal = steal_s(self._stat_fd)  # 9 µs a read: every beat, so that a stall's start has one
             with self._lock:
                 if self._current is not None:
                     # Read under the lock: after the stall's own start value, which the sampler sets under it.
-                    self._close(now, _run_delay(self._schedstat))
+                    self._close(now, _run_delay(self._schedstat), steal)
                 self._heartbeat = now
+                self._steal_at_beat = steal
             await asyncio.sleep(self._beat_s)
 
     # ------------------------------------------------------------------------------- observation
@@ -209,13 +250,17 @@ class StallProbe:
                     if current is self._current:
                         current.run_delay_at_start = run_delay
 
-    def _close(self, now: float, run_delay: float | None = None) -> None:
+    def _close(self, now: float, run_delay: float | None = None, steal: float | None = None) -> None:
+        """End the current stall at `now`; `steal` is the machine's steal now (the last heartbeat's value,
+        `_steal_at_beat`, is the stall's start)."""
         stall = self._current
         assert stall is not None
         self._current = None
         stall.seconds = now - stall.started - self._beat_s
         if run_delay is not None and stall.run_delay_at_start is not None:
             stall.cpu_wait_seconds = run_delay - stall.run_delay_at_start
+        if steal is not None and self._steal_at_beat is not None:
+            stall.steal_seconds = steal - self._steal_at_beat
         self._stalls += 1
         self._longest.append(stall)
         self._longest.sort(key=lambda s: s.seconds, reverse=True)
@@ -234,6 +279,8 @@ class StallProbe:
         for stall in longest:
             cpu_wait = ("" if stall.cpu_wait_seconds is None
                         else f", waiting for a CPU {stall.cpu_wait_seconds * 1000:.1f} ms")
+            if stall.steal_seconds is not None:
+                cpu_wait += f", hypervisor steal {stall.steal_seconds * 1000:.0f} ms"
             out.write(f"\n--- {stall.seconds * 1000:.1f} ms, {stall.samples} samples{cpu_wait}, GC "
                       f"{stall.gc_seconds * 1000:.1f} ms (longest {stall.gc_longest[0] * 1000:.1f} ms "
                       f"{_where(stall.gc_longest)})\n")  # fmt: skip

@@ -5,14 +5,16 @@ keeps scheduler statistics) how much of the stall the loop's thread spent waitin
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
 from vpa.components.loop_thread import LoopThread
-from vpa.components.stallprobe import WAITING, StallProbe, _run_delay
+from vpa.components.stallprobe import _TICK_S, WAITING, StallProbe, _run_delay, steal_s
 
 SCHEDSTAT = f"/proc/self/task/{threading.get_native_id()}/schedstat"
 
@@ -80,3 +82,44 @@ async def test_a_stall_says_how_long_its_thread_waited_for_a_cpu() -> None:
     assert "waiting for a CPU" in heading, report
     cpu_wait_ms = float(heading.split("waiting for a CPU ", 1)[1].split(" ms", 1)[0])
     assert 0.0 <= cpu_wait_ms < stall_ms / 2, report
+
+
+def test_steal_is_read_from_the_cpu_line_or_nothing(tmp_path: Path) -> None:
+    assert steal_s(None) is None
+    stat = tmp_path / "stat"
+    stat.write_bytes(b"cpu  10 0 5 100 2 0 1 37 0 0\ncpu0 5 0 2 50 1 0 0 20 0 0\n")
+    fd = os.open(stat, os.O_RDONLY)
+    try:
+        assert steal_s(fd) == pytest.approx(37 * _TICK_S)
+    finally:
+        os.close(fd)
+    stat.write_bytes(b"intr 1 2 3\n")
+    fd = os.open(stat, os.O_RDONLY)
+    try:
+        assert steal_s(fd) is None
+    finally:
+        os.close(fd)
+
+
+async def test_a_stall_says_how_much_the_hypervisor_stole_meanwhile(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The machine's steal counter read at each heartbeat: a stall's share is its end's value less its start's
+    (here a counter that jumps 30 ms while the loop is blocked)."""
+    stolen = [1.0]
+    stat = tmp_path / "stat"
+    stat.write_bytes(b"")
+    monkeypatch.setattr("vpa.components.stallprobe.open_stat", lambda: os.open(stat, os.O_RDONLY))
+    monkeypatch.setattr("vpa.components.stallprobe.steal_s", lambda fd: None if fd is None else stolen[0])
+    probe = StallProbe()
+    probe.start()
+    try:
+        await asyncio.sleep(0.02)
+        stolen[0] = 1.03
+        time.sleep(0.05)  # noqa: ASYNC251 - the point: the loop thread blocks
+        await asyncio.sleep(0.02)
+        report = probe.render()
+    finally:
+        await probe.stop()
+    heading = report.split("\n--- ", 2)[1].split("\n", 1)[0]
+    assert "hypervisor steal 30 ms" in heading, report
