@@ -341,7 +341,8 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
             rss_first = _proc_status_mib(run_proc.pid, "VmHWM")
             steal["first"] = _steal_now()
             if stalls_out is not None:
-                timed["first"] = await _save_stalls(plain, port, stalls_out, "up to the first loop's end")
+                timed["first"] = await _save_stalls(
+                    plain, port, stalls_out, "from ready to the first loop's end")
             if first_only:
                 rec_ok = recommended_s is not None and recommended_s <= TARGET_RECOMMENDED_S
                 rows += [
@@ -381,6 +382,8 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
                 _metric(before, "vpa_recommender_execution_latency_seconds_sum", 'step="UpdateVPAs"')
 
             # A forced relist of every cache, with the webhook probed meanwhile.
+            if stalls_out is not None:
+                await _save_stalls(plain, port, stalls_out, "the steady loops (not a target)")
             lag_before_relist = _metric(await scrape(), "vpa_event_loop_lag_max_seconds") * 1000
             before_relist = text["t"]
             relists_of = {
@@ -416,7 +419,7 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
             rss_now = _proc_status_mib(run_proc.pid, "VmRSS")
             rss_peak = _proc_status_mib(run_proc.pid, "VmHWM")
             if stalls_out is not None:
-                timed["relist"] = await _save_stalls(plain, port, stalls_out, "up to the relist's end")
+                timed["relist"] = await _save_stalls(plain, port, stalls_out, "the forced relist")
         finally:
             await plain.close()
 
@@ -477,9 +480,10 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
 
 
 async def _save_stalls(session: aiohttp.ClientSession, port: int, out: Path, when: str) -> float | None:
-    """Append `vpa run`'s /debug/stalls report (served with --profiling) to `out`; return the longest stall of
-    the main event loop it lists since start, in ms (its first entry; None when it lists none)."""
-    async with session.get(f"http://127.0.0.1:{port}/debug/stalls") as resp:
+    """Append `vpa run`'s /debug/stalls report (served with --profiling) to `out` and have it forget what it
+    reported, so that each window's report stands alone; return the longest stall of the main event loop
+    it lists, in ms (its first entry; None when it lists none)."""
+    async with session.get(f"http://127.0.0.1:{port}/debug/stalls", params={"reset": "1"}) as resp:
         report = await resp.text()
     with out.open("a") as file:
         file.write(f"=== {when}\n{report}\n")
@@ -487,14 +491,15 @@ async def _save_stalls(session: aiohttp.ClientSession, port: int, out: Path, whe
 
 
 def _timed_rows(timed: dict[str, float | None]) -> list[tuple[str, str, str]]:
-    """With --stalls: the longest stall the probe timed (1 ms heartbeat, every stall over 5 ms) since start,
-    at each point its report was saved; it perturbs what it times, a little."""
+    """With --stalls: the longest stall the probe timed (1 ms heartbeat, every stall over 5 ms) in each window
+    (start to ready, ready to the first loop's end, the forced relist); it perturbs what it times, a
+    little."""
     if not timed:
         return []
-    when = {"ready": "ready", "first": "the first loop's end", "relist": "the relist's end"}
-    parts = [f"up to {when[k]} {'none' if v is None else f'{v:.1f} ms'}" for k, v in timed.items()]
+    when = {"ready": "up to ready", "first": "ready to the first loop's end", "relist": "the relist"}
+    parts = [f"{when[k]} {'none' if v is None else f'{v:.1f} ms'}" for k, v in timed.items()]
     worst = max((v for v in timed.values() if v is not None), default=0.0)
-    return [("longest stall timed by --profiling", f"{worst:.1f} ms", "; ".join(parts) + " (since start)")]
+    return [("longest stall timed by --profiling", f"{worst:.1f} ms", "; ".join(parts))]
 
 
 def _steal_now() -> float | None:

@@ -7,8 +7,9 @@ the event loop, formatted and compressed in a worker thread), `/healthz`
 path `/health-check` (same as `/healthz`, so probes written for upstream keep working), `/livez`, and with
 `--profiling` a `/debug/tasks` dump of asyncio tasks and `/debug/stalls` (the longest event-loop stalls
 and the code that ran in them, from `vpa.components.stallprobe`: the main loop's, then those of the other
-loops registered in `HealthState.stall_reports`, the webhook's); plus `LoopLagMonitor`, which measures
-how late the event loop wakes a sleeper and exports it as `vpa_event_loop_lag_seconds`; and
+loops registered in `HealthState.stall_reports`, the webhook's; `?reset=1` forgets what it reported); plus
+`LoopLagMonitor`, which measures how late the event loop wakes a sleeper and exports it as
+`vpa_event_loop_lag_seconds`; and
 `UnsuffixedCounter`, a counter exposed under its exact name (upstream's Go counters such as
 `vpa_recommender_metric_server_responses` have no `_total`, which prometheus_client would append), with
 `render_metrics`, the exposition that types it `counter`; and `LoopHistogram`, a labelled histogram cheap
@@ -213,9 +214,9 @@ class HealthState:
         self._readiness: dict[str, Callable[[], bool]] = {}
         self._activity: dict[str, _ActivityCheck] = {}
         self._shutting_down = False
-        self.stall_reports: dict[str, Callable[[], str]] = {}
+        self.stall_reports: dict[str, Callable[[bool], str]] = {}
         """Stall reports of event loops besides the main one (`--profiling`: the webhook's), by loop name;
-        `/debug/stalls` appends them."""
+        `/debug/stalls` appends them (the argument: forget what was reported, `?reset=1`)."""
 
     def add_readiness(self, name: str, check: Callable[[], bool]) -> None:
         self._readiness[name] = check
@@ -293,7 +294,7 @@ def _status_response(ok: bool, problems: list[str]) -> web.Response:
 
 def build_app(
     state: HealthState, registry: CollectorRegistry, *, profiling: bool = False,
-    stalls: Callable[[], str] | None = None,
+    stalls: Callable[[bool], str] | None = None,
 ) -> web.Application:
     """The aiohttp application; `serve()` runs it, tests can use it with aiohttp's test client."""
 
@@ -334,10 +335,12 @@ def build_app(
         if stalls is not None:
             report = stalls
 
-            async def stall_report(_: web.Request) -> web.Response:
-                text = report()
+            async def stall_report(request: web.Request) -> web.Response:
+                # `?reset=1`: the next report covers only what follows (a benchmark's windows, one by one).
+                reset = request.query.get("reset", "") in ("1", "true")
+                text = report(reset)
                 for name, other in sorted(state.stall_reports.items()):
-                    text += f"\n\n=== the {name} event loop\n{other()}"
+                    text += f"\n\n=== the {name} event loop\n{other(reset)}"
                 return web.Response(text=text)
 
             app.router.add_get("/debug/stalls", stall_report)
@@ -354,7 +357,7 @@ class HealthServer:
 
     def __init__(
         self, state: HealthState, registry: CollectorRegistry, *, address: str, profiling: bool = False,
-        limits: ConnectionLimits = DEFAULT_LIMITS, stalls: Callable[[], str] | None = None,
+        limits: ConnectionLimits = DEFAULT_LIMITS, stalls: Callable[[bool], str] | None = None,
     ) -> None:
         self._host, self._port = parse_address(address)
         self._limits = limits

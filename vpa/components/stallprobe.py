@@ -268,14 +268,19 @@ class StallProbe:
 
     # ------------------------------------------------------------------------------------- report
 
-    def render(self) -> str:
+    def render(self, reset: bool = False) -> str:
+        """The report; with `reset`, what it holds is then forgotten (the next report covers what follows)."""
         with self._lock:
             longest = list(self._longest)
             stalls = self._stalls
+            gc_total, gc_longest = self._gc_seconds_total, self._gc_longest
+            if reset:
+                self._longest, self._stalls = [], 0
+                self._gc_seconds_total, self._gc_longest = 0.0, (0.0, -1, "")
         out = io.StringIO()
         out.write(f"stalls over {self._threshold_s * 1000:.0f} ms: {stalls}; GC total "
-                  f"{self._gc_seconds_total:.3f} s, longest collection {self._gc_longest[0] * 1000:.1f} ms "
-                  f"{_where(self._gc_longest)}\n")  # fmt: skip
+                  f"{gc_total:.3f} s, longest collection {gc_longest[0] * 1000:.1f} ms "
+                  f"{_where(gc_longest)}\n")  # fmt: skip
         for stall in longest:
             cpu_wait = ("" if stall.cpu_wait_seconds is None
                         else f", waiting for a CPU {stall.cpu_wait_seconds * 1000:.1f} ms")

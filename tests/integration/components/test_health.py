@@ -112,7 +112,7 @@ async def test_profiling_attributes_stalls_to_the_code_that_held_the_loop(
     registry: CollectorRegistry,
 ) -> None:
     """With --profiling, /debug/stalls lists a 60 ms hold of the event loop with the function that held it;
-    a loop that only waits (here, sleeps) is no stall."""
+    a loop that only waits (here, sleeps) is no stall; `?reset=1` forgets what it reported."""
     probe = StallProbe()
     server = health.HealthServer(
         health.HealthState(VirtualClock()), registry, address="127.0.0.1:0", profiling=True,
@@ -130,6 +130,12 @@ async def test_profiling_attributes_stalls_to_the_code_that_held_the_loop(
         longest = text.split("\n--- ", 1)[1]
         assert float(longest.split(" ms", 1)[0]) >= 50.0
         assert "_hold_the_loop" in longest.split("\n--- ", 1)[0]
+        # ?reset=1 reports and forgets: the next report covers only what follows.
+        _, again, _ = await _get(server.port, "/debug/stalls?reset=1")
+        assert "_hold_the_loop" in again.decode()
+        _, after, _ = await _get(server.port, "/debug/stalls")
+        assert after.decode().startswith("stalls over 5 ms: ")
+        assert "_hold_the_loop" not in after.decode()
     finally:
         await probe.stop()
         await server.stop()
