@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import orjson
@@ -22,6 +23,7 @@ from vpa.kube.client import (
     ServerError,
     TooManyRequests,
     TransportError,
+    _read_body,
     api_path,
     build_api_client,
 )
@@ -108,6 +110,50 @@ async def test_a_streamed_body_is_handed_over_in_bounded_chunks(tmp_path: Path) 
     assert len(orjson.loads(b"".join(chunks))["items"]) == 8000
     assert len(b"".join(chunks)) > 4 * STREAM_CHUNK_BYTES
     assert max(len(chunk) for chunk in chunks) <= STREAM_CHUNK_BYTES
+
+
+async def test_a_large_buffered_body_is_read_with_the_loop_given_turns() -> None:
+    """A body that arrived whole while the caller was busy (a LIST page downloading while the previous one
+    is parsed) is read a chunk at a time, other tasks running between chunks; it is returned whole. (The
+    transport here hands over buffered chunks without ever waiting, as aiohttp's buffer does.)"""
+    body = bytes(range(256)) * (5 * STREAM_CHUNK_BYTES // 256 + 7)
+
+    class Buffered:
+        async def iter_chunked(self, n: int) -> AsyncIterator[bytes]:
+            for at in range(0, len(body), n):
+                yield body[at:at + n]
+
+    class Response:
+        content = Buffered()
+
+    turns = 0
+
+    async def other_task() -> None:
+        nonlocal turns
+        while True:
+            turns += 1
+            await asyncio.sleep(0)
+
+    other = asyncio.create_task(other_task())
+    await asyncio.sleep(0)
+    try:
+        before = turns
+        raw = await _read_body(Response())  # type: ignore[arg-type]
+        during = turns - before
+    finally:
+        other.cancel()
+    assert raw == body
+    assert during >= 5  # six chunks: a turn between each two
+    one = bytes(100)
+
+    class Small:
+        async def iter_chunked(self, n: int) -> AsyncIterator[bytes]:
+            yield one
+
+    class SmallResponse:
+        content = Small()
+
+    assert await _read_body(SmallResponse()) is one  # type: ignore[arg-type]
 
 
 async def test_explicit_kubeconfig_wins_over_env(tmp_path: Path) -> None:
