@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -119,3 +120,23 @@ async def wait_cache_equals_server(
             extra = {k: v for k, v in got.items() if k not in expected}
             raise AssertionError(f"cache differs from server: stale/missing={missing} extra={extra}")
         await asyncio.sleep(0.02)
+
+
+@contextlib.asynccontextmanager
+async def turns_counted() -> AsyncIterator[list[int]]:
+    """A task that counts its turns on the event loop (`[n]`): how often other work let it run."""
+    turns = [0]
+
+    async def tick() -> None:
+        while True:
+            turns[0] += 1
+            await asyncio.sleep(0)
+
+    task = asyncio.create_task(tick())
+    await asyncio.sleep(0)
+    try:
+        yield turns
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

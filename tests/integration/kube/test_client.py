@@ -30,6 +30,7 @@ from vpa.kube.client import (
 from vpa.kube.ratelimiting import TokenBucket
 from vpa.model.clock import VirtualClock
 
+from .helpers import turns_counted
 from .scripted import ScriptedServer, status_body
 
 
@@ -126,22 +127,10 @@ async def test_a_large_buffered_body_is_read_with_the_loop_given_turns() -> None
     class Response:
         content = Buffered()
 
-    turns = 0
-
-    async def other_task() -> None:
-        nonlocal turns
-        while True:
-            turns += 1
-            await asyncio.sleep(0)
-
-    other = asyncio.create_task(other_task())
-    await asyncio.sleep(0)
-    try:
-        before = turns
+    async with turns_counted() as turns:
+        before = turns[0]
         raw = await _read_body(Response())  # type: ignore[arg-type]
-        during = turns - before
-    finally:
-        other.cancel()
+        during = turns[0] - before
     assert raw == body
     assert during >= 5  # six chunks: a turn between each two
     one = bytes(100)

@@ -13,6 +13,7 @@ from vpa.kube.client import ApiError, Gone, KubeClient
 from vpa.kube.paging import PagedList
 from vpa.model.clock import VirtualClock
 
+from .helpers import turns_counted
 from .scripted import ScriptedServer, status_body
 
 
@@ -118,26 +119,13 @@ async def test_stopping_early_cancels_the_next_pages_download() -> None:
 
 
 async def test_other_tasks_run_between_slices_of_a_page() -> None:
-    ticks = 0
-
-    async def ticker() -> None:
-        nonlocal ticks
-        while True:
-            ticks += 1
-            await asyncio.sleep(0)
-
     async with ScriptedServer() as server, client_of(server) as client:
         server.then(200, page([f"cm-{i}" for i in range(50)], "7"))
-        task = asyncio.create_task(ticker())
-        try:
+        async with turns_counted() as turns:
             pages = PagedList(client, "/api/v1/configmaps", slice_s=0.0)
             ticks_at: list[int] = []
             async with contextlib.aclosing(pages.items()) as items:
                 async for _ in items:
-                    ticks_at.append(ticks)
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+                    ticks_at.append(turns[0])
     assert len(ticks_at) == 50
     assert ticks_at[-1] - ticks_at[0] >= 49  # the ticker ran between every two items
