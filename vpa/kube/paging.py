@@ -137,6 +137,12 @@ class PagedList:
                 with contextlib.suppress(BaseException):
                     await pending
 
+    async def dicts(self) -> list[dict[str, Any]]:
+        """Every item that is a JSON object, in one list (for a caller that wants the whole collection);
+        paced like `items()`."""
+        async with contextlib.aclosing(self.items()) as items:
+            return [item async for item in items if isinstance(item, dict)]
+
     @staticmethod
     def _next(page_size: int, others: Mapping[str, object]) -> str | None:
         """The continue token of a page (none for an unpaged LIST, whatever the server says)."""

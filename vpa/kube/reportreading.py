@@ -12,7 +12,6 @@ or format output.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
@@ -50,9 +49,7 @@ class ReportInputs:
 
 
 async def _list(client: KubeClient, path: str, query: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    pages = PagedList(client, path, query, page_size=PAGE_SIZE)
-    async with contextlib.aclosing(pages.items()) as items:
-        return [item async for item in items if isinstance(item, dict)]
+    return await PagedList(client, path, query, page_size=PAGE_SIZE).dicts()
 
 
 def _convert(objs: Iterable[dict[str, Any]], convert: Callable[[dict[str, Any]], T]) -> tuple[list[T], int]:

@@ -11,7 +11,6 @@ checkpoint content (`vpa.kube.converting` and `vpa.logic.checkpointing` do), or 
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -54,9 +53,7 @@ class CheckpointStore:
     async def list(self) -> list[JsonObj]:
         """Every checkpoint (in the configured namespace, if any), paged."""
         path = api_path(VPA_GROUP, VPA_VERSION, CHECKPOINTS, namespace=self._namespace)
-        pages = PagedList(self._client, path)
-        async with contextlib.aclosing(pages.items()) as items:
-            return [item async for item in items if isinstance(item, dict)]
+        return await PagedList(self._client, path).dicts()
 
     async def write(self, namespace: str, name: str, vpa_name: str, container_name: str,
                     status: Mapping[str, Any], annotations: Mapping[str, str] | None = None) -> None:

@@ -21,11 +21,12 @@ import asyncio
 import builtins
 import contextlib
 import gc
+import operator
 import random
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, fields
-from typing import Any, Generic, TypeVar
+from typing import Any, Final, Generic, TypeVar
 
 import orjson
 import structlog
@@ -103,6 +104,9 @@ def _gc_paused() -> Iterator[None]:
 
 def _as_dict(value: object) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
+
+
+_OBJECT: Final = operator.itemgetter(1)  # an entry's object (C-level, for `list()` of 50,000)
 
 
 class _Stalled(Exception):
@@ -200,7 +204,7 @@ class WatchCache(Generic[T]):
         return None if entry is None else entry[1]
 
     def list(self) -> list[T]:
-        return [entry[1] for entry in self._entries.values()]
+        return list(map(_OBJECT, self._entries.values()))
 
     def keys(self) -> builtins.list[Key]:
         return list(self._entries)

@@ -129,3 +129,12 @@ async def test_other_tasks_run_between_slices_of_a_page() -> None:
                     ticks_at.append(turns[0])
     assert len(ticks_at) == 50
     assert ticks_at[-1] - ticks_at[0] >= 49  # the ticker ran between every two items
+
+
+async def test_dicts_gathers_every_object_of_every_page_and_skips_the_rest() -> None:
+    async with ScriptedServer() as server, client_of(server) as client:
+        server.then(200, {"metadata": {"continue": "tok-1"}, "items": [cm("a"), 7, None]})
+        server.then(200, {"metadata": {"resourceVersion": "9"}, "items": [cm("b")]})
+        pages = PagedList(client, "/api/v1/configmaps", page_size=3)
+        assert [obj["metadata"]["name"] for obj in await pages.dicts()] == ["a", "b"]
+    assert pages.resource_version == "9"
