@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import threading
 import time
+from collections.abc import Iterator
 
 import aiohttp
 import pytest
 from prometheus_client import CollectorRegistry, Counter
+from prometheus_client.core import CounterMetricFamily
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
 
 from vpa.components import health
 from vpa.components.stallprobe import StallProbe
@@ -85,6 +90,32 @@ async def test_metrics_plain_and_gzip(registry: CollectorRegistry) -> None:
         assert b"vpa_test_things_total 3.0" in gzip.decompress(body)
         # Profiling endpoints are off unless asked for.
         assert (await _get(server.port, "/debug/tasks"))[0] == 404
+    finally:
+        await server.stop()
+
+
+async def test_a_scrape_reads_the_collectors_off_the_event_loop(registry: CollectorRegistry) -> None:
+    """Collecting a large registry held the loop up to 10 ms: it runs in a worker thread, so the collectors
+    see a thread other than the loop's, and counters the loop grows meanwhile stay readable."""
+    seen: list[int] = []
+
+    class _Where(Collector):
+        def collect(self) -> Iterator[Metric]:
+            seen.append(threading.get_ident())
+            yield CounterMetricFamily("vpa_test_where", "where collected", value=1)
+
+    registry.register(_Where())
+    counter = health.UnsuffixedCounter("vpa_test_grown", "grown", ["n"], registry=registry)
+    server = health.HealthServer(health.HealthState(VirtualClock()), registry, address="127.0.0.1:0")
+    await server.start()
+    try:
+        for n in range(3):
+            counter.labels(n=str(n)).inc()
+            status, body, _ = await _get(server.port, "/metrics", **{"Accept-Encoding": "identity"})
+            assert status == 200
+            assert f'vpa_test_grown{{n="{n}"}} 1.0'.encode() in body
+        assert seen
+        assert threading.get_ident() not in seen
     finally:
         await server.stop()
 
