@@ -1,11 +1,11 @@
 """`benchmarks.run_scale` reads the longest main-loop stall from a `/debug/stalls` report, not the webhook's
-loop's, and gives the hypervisor's steal of each window."""
+loop's, gives the hypervisor's steal of each window, and counts a window's lag samples over 20 ms."""
 
 from __future__ import annotations
 
 import pytest
 
-from benchmarks.run_scale import _longest_stall_ms, _steal_rows, _timed_rows
+from benchmarks.run_scale import _lag_window, _longest_stall_ms, _steal_rows, _timed_rows
 
 REPORT = """stalls over 5 ms: 12; GC total 0.010 s
 
@@ -51,3 +51,25 @@ def test_the_steal_rows_give_each_windows_share_of_the_machines_cpu_time(
     assert relist[2].startswith("of 2 CPUs' 20 s (0.5%)")
     assert _steal_rows(steal, 30.0, None) == [first]  # --first-only: no relist
     assert _steal_rows({"start": None, "first": None}, 30.0, None) == []  # no steal reported
+
+
+def _lags(counts: dict[str, int]) -> str:
+    """A scrape's `vpa_event_loop_lag_seconds` buckets (cumulative, as exposed)."""
+    return "".join(f'vpa_event_loop_lag_seconds_bucket{{le="{le}"}} {n}.0\n' for le, n in counts.items())
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "expected"),
+    [
+        ({"0.02": 10, "0.025": 10, "+Inf": 10}, {"0.02": 500, "0.025": 500, "+Inf": 500}, (0, "≤ 20 ms")),
+        ({"0.02": 10, "0.025": 12, "+Inf": 12}, {"0.02": 500, "0.025": 505, "+Inf": 505}, (3, "≤ 25 ms")),
+        ({"0.02": 0, "5.0": 0, "+Inf": 0}, {"0.02": 5, "5.0": 5, "+Inf": 6}, (1, "> 5 s")),
+        ({}, {"0.001": 7, "0.02": 7, "+Inf": 7}, (0, "≤ 1 ms")),
+        ({}, {}, (0, "no samples")),
+    ],
+    ids=["none-over", "three-over-worst-25ms", "beyond-the-last-bucket", "no-scrape-before", "no-buckets"],
+)
+def test_a_windows_lags_over_20_ms_come_from_the_difference_of_two_scrapes(
+    before: dict[str, int], after: dict[str, int], expected: tuple[int, str]
+) -> None:
+    assert _lag_window(_lags(before), _lags(after)) == expected

@@ -297,7 +297,8 @@ class Runtime:
             self._started = True
             if self._stall_probe is not None:
                 self._stall_probe.start()
-            lag = health.LoopLagMonitor(self.registry)
+            lag = health.LoopLagMonitor(
+                self.registry, interval_s=self.settings.common.event_loop_lag_interval_s)
             self._spawn("loop-lag", lag.run())
             self._spawn("events", self.events.run())
             for cache in self.caches.all:

@@ -302,6 +302,10 @@ RUN_FLAGS: Final[tuple[FlagDef, ...]] = (
     FlagDef("profiling", BOOL, _C, "Serve profiling handlers on the metrics server: /debug/tasks (asyncio "
             "tasks) and /debug/stalls (the longest event-loop stalls and the code that ran in them).",
             "common.profiling"),
+    FlagDef("event-loop-lag-interval", DURATION, _C, "How often the event-loop lag monitor samples "
+            "(vpa_event_loop_lag_seconds). A stall between two samples is missed or seen shorter; 1ms times "
+            "every stall to the millisecond, at the cost of waking the loop 1,000 times a second.",
+            "common.event_loop_lag_interval_s", addition=True),
     FlagDef("vpa-object-namespace", STRING, _C, "Only watch VPA objects in this namespace (and only clean "
             "checkpoints there). Empty: all namespaces.", "common.vpa_object_namespace"),
     FlagDef("ignored-vpa-object-namespaces", STRING_LIST, _C, "Comma-separated namespaces whose VPA objects "

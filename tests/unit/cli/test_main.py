@@ -98,6 +98,10 @@ BAD_INPUTS = {
         ["run", "--recommendation-metrics-max-series=0"],
         "vpa run: --recommendation-metrics-max-series must be at least 1, not 0",
     ),
+    "lag-interval-too-short": (
+        ["run", "--event-loop-lag-interval=500us"],
+        "vpa run: --event-loop-lag-interval must be between 1ms and 1m, not 0.0005s",
+    ),
     "override-process-wide-flag": (
         ["run", "--recommender-name=default,fast", "--recommender-overrides=fast:storage=prometheus"],
         'vpa run: invalid value "fast:storage=prometheus" for flag --recommender-overrides: '
