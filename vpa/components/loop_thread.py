@@ -1,6 +1,7 @@
 """An event loop of its own, on a thread of its own, for the admission webhook.
 
-Owns: `LoopThread` (starts a thread running a fresh uvloop loop, runs coroutines on it from another loop,
+Owns: `LoopThread` (starts a thread running a fresh uvloop loop, without blocking the caller's loop with
+`spawn()`, runs coroutines on it from another loop,
 stops it and joins the thread) and `on_loop` (awaits a coroutine on a given loop from whichever loop the
 caller runs on: how the main loop starts and stops what runs on the webhook's thread).
 
@@ -76,6 +77,12 @@ class LoopThread:
         _shorten_switch_interval()
         self._thread.start()
         ready.wait()
+
+    async def spawn(self) -> None:
+        """`start()` from a worker thread, for a caller on a running loop: `Thread.start()` and the new loop's
+        first turn wait for the new thread to be scheduled and to take the GIL, which held the main loop for
+        42 ms at start beside the first recommender loop on a busy 2-CPU machine (`run_scale --stalls`)."""
+        await asyncio.to_thread(self.start)
 
     async def call(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run `coro` on this thread's loop and wait for its result from the caller's loop."""

@@ -927,7 +927,7 @@ class AdmissionController:
             self.stall_probe.also_sample["the main loop's thread"] = threading.get_ident()
         # SIGIO from the webhook's sockets, handled on this (the main) thread: see `arrivals`.
         self.arrivals.install()
-        self.serving_thread.start()
+        await self.serving_thread.spawn()
         try:
             self.port = await self.serving_thread.call(self._listen())
         except OSError as err:

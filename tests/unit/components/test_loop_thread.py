@@ -7,6 +7,7 @@ import sys
 import threading
 
 import pytest
+import uvloop
 
 from vpa.components.loop_thread import SWITCH_INTERVAL_S, LoopThread, on_loop
 
@@ -127,3 +128,40 @@ async def test_the_interval_is_restored_when_the_last_of_two_threads_stops() -> 
     assert sys.getswitchinterval() == min(before, SWITCH_INTERVAL_S)  # the second one still serves
     await second.stop()
     assert sys.getswitchinterval() == before
+
+
+async def test_spawn_starts_the_thread_without_blocking_the_callers_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`Thread.start()` waits for the new thread to be scheduled: `spawn()` waits in a worker thread, so the
+    caller's loop keeps turning meanwhile."""
+    turns = 0
+    stop = asyncio.Event()
+
+    async def turning() -> None:
+        nonlocal turns
+        while not stop.is_set():
+            turns += 1
+            await asyncio.sleep(0)
+
+    new_loop = uvloop.new_event_loop
+
+    def slow_new_loop() -> uvloop.Loop:
+        threading.Event().wait(0.05)  # a busy machine's wait for the new thread, made visible
+        return new_loop()
+
+    monkeypatch.setattr(uvloop, "new_event_loop", slow_new_loop)
+    counter = asyncio.create_task(turning())
+    await asyncio.sleep(0)
+    thread = LoopThread("serving")
+    try:
+        before = turns
+        await thread.spawn()
+        assert turns - before > 3  # the loop ran other tasks while the start waited
+        assert thread.running
+        name, _ = await thread.call(_where())
+        assert name == "serving"
+    finally:
+        stop.set()
+        await counter
+        await thread.stop()
