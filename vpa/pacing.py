@@ -28,6 +28,8 @@ is found waiting for the GIL, seen as a futex wait in `/proc/self/task/<tid>/wch
 GIL away; one benchmark run gave it 1.4 s of the main thread's first loop for no better tail.) The owner's
 first wait for the GIL, after its poll and before it can say anything, is covered by `arrived()`: the main
 thread learns of the work from the kernel (`SIGIO`, `vpa.components.arrivals`) and gives way at once.
+Within one pass of its event loop a thread gives way for at most `DEFER_PASS_MAX_S` in all, so that
+giving way cannot itself make a pass long.
 
 Must not: sleep for real time, but for that bounded deference; be used across loops (each loop has its own
 count); import anything of the autoscaler or the simulator (both use it).
@@ -52,6 +54,12 @@ the task's own `slice_s`: a task asking for a zero slice yields after every item
 DEFER_MAX_S: Final = 0.005
 """The longest one `defer()` blocks for another thread's latency-critical work (a webhook review): about
 what a review takes with the interpreter to itself, several times over (a review answered early ends it)."""
+DEFER_PASS_MAX_S: Final = 0.005
+"""The most one thread's `defer()` calls block in one pass of its event loop, together. A main thread that
+gives way at every request and slice boundary while reviews arrive back to back gave away a quarter of its
+time, several waits in one pass: with the machine's other waits, passes of 25-30 ms during a relist
+(`run_scale --stalls`). Past it, the pass carries on; the webhook's thread still gets the GIL every switch
+interval."""
 
 
 class Deference:
@@ -63,11 +71,15 @@ class Deference:
     `disown()` when it stops. Every other thread calls `defer()` where it may give way."""
 
     __slots__ = (
-        "_deferring", "_idle", "_inside", "_owner", "_until", "max_wait_s", "noticed", "waited_s", "waits"
+        "_deferring", "_idle", "_inside", "_owner", "_pass_loop", "_pass_spent_s", "_until", "cut_short",
+        "max_wait_s", "noticed", "pass_max_s", "waited_s", "waits",
     )
 
-    def __init__(self, max_wait_s: float = DEFER_MAX_S) -> None:
+    def __init__(self, max_wait_s: float = DEFER_MAX_S, pass_max_s: float = DEFER_PASS_MAX_S) -> None:
         self.max_wait_s = max_wait_s
+        self.pass_max_s = pass_max_s
+        self._pass_loop: asyncio.AbstractEventLoop | None = None  # the loop whose current pass is counted
+        self._pass_spent_s = 0.0
         self._idle = threading.Event()
         self._idle.set()
         self._owner = 0
@@ -80,6 +92,8 @@ class Deference:
         """Their total wait, in seconds."""
         self.noticed = 0
         """`arrived()` calls that marked work wanted."""
+        self.cut_short = 0
+        """`defer()` calls that did not wait because their loop pass had spent `pass_max_s` giving way."""
 
     def disown(self) -> None:
         """No owner any more: nobody waits for it."""
@@ -122,14 +136,35 @@ class Deference:
             return
         started = time.perf_counter()
         remaining = self._until - started
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None  # no loop, no pass to bound
+        if loop is not None:
+            if loop is not self._pass_loop:  # a new pass (the last one's marker ran) or another loop
+                self._pass_loop = loop
+                self._pass_spent_s = 0.0
+                loop.call_soon(self._pass_over)  # runs at the start of the loop's next pass
+            budget = self.pass_max_s - self._pass_spent_s
+            if budget <= 0:
+                self.cut_short += 1
+                return
+            if budget < remaining:
+                remaining = budget
         if remaining > 0:
             self._deferring = True  # the one thread that defers: a signal handler run inside the wait
             try:
                 self._idle.wait(remaining)
             finally:
                 self._deferring = False
+            waited = time.perf_counter() - started
             self.waits += 1
-            self.waited_s += time.perf_counter() - started
+            self.waited_s += waited
+            if loop is not None:
+                self._pass_spent_s += waited
+
+    def _pass_over(self) -> None:
+        self._pass_loop = None
 
 
 

@@ -129,7 +129,7 @@ def test_the_wait_is_bounded_and_the_owner_never_waits() -> None:
 
 
 async def test_slices_defer_at_their_boundary(monkeypatch: pytest.MonkeyPatch) -> None:
-    deference = Deference(max_wait_s=0.05)
+    deference = Deference(max_wait_s=0.05, pass_max_s=1.0)
     monkeypatch.setattr(pacing, "DEFERENCE", deference)
     _on_thread(deference.enter)
     slices = Slices(0.0)
@@ -137,3 +137,39 @@ async def test_slices_defer_at_their_boundary(monkeypatch: pytest.MonkeyPatch) -
     await slices.pause()
     assert time.perf_counter() - started >= 0.04
     assert deference.waits == 1
+
+
+async def test_one_loop_pass_gives_way_for_at_most_its_budget() -> None:
+    """Work wanted throughout: waits in one pass add up to `pass_max_s`, then the pass carries on without
+    waiting; the loop's next pass may give way again."""
+    deference = Deference(max_wait_s=1.0, pass_max_s=0.03)
+    entered = threading.Event()
+    done = threading.Event()
+
+    def review() -> None:  # a review under way that never ends while the test runs
+        deference.enter()
+        entered.set()
+        done.wait()
+        deference.leave()
+
+    owner = threading.Thread(target=review)
+    owner.start()
+    entered.wait()
+    try:
+        first = _timed_defer(deference)
+        second = _timed_defer(deference)
+        assert 0.02 <= first + second <= 0.03 + 0.02
+        assert _timed_defer(deference) < 0.005  # the pass's budget is spent
+        assert deference.cut_short >= 1
+        await asyncio.sleep(0)  # the next pass
+        await asyncio.sleep(0)
+        assert 0.02 <= _timed_defer(deference) <= 0.03 + 0.02
+    finally:
+        done.set()
+        owner.join()
+
+
+def test_without_a_running_loop_each_wait_is_bounded_alone() -> None:
+    deference = Deference(max_wait_s=0.05, pass_max_s=0.001)
+    _on_thread(deference.enter)  # never left
+    assert 0.04 <= _timed_defer(deference) <= 0.05 + 0.02

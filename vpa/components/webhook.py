@@ -153,6 +153,10 @@ class _GivingWay(Collector):
             "vpa_admission_controller_arrivals_signalled",
             "Requests the main thread learned of from SIGIO on the webhook's sockets before the webhook's "
             "thread read them (it gave way at once).", value=DEFERENCE.noticed)
+        yield CounterMetricFamily(
+            "vpa_admission_controller_main_thread_yields_cut_short",
+            "Times the main thread did not give way to a review under way because that pass of its event "
+            "loop had given way its most already.", value=DEFERENCE.cut_short)
 
 
 class AdmissionMetrics:
