@@ -73,6 +73,7 @@ from benchmarks.control_plane import (
     _vpa,
 )
 from vpa.components.stallprobe import open_stat, steal_s
+from vpa.pacing import DEFER_PASS_MAX_S
 
 TARGET_RECOMMENDED_S = 60.0
 TARGET_STALL_MS = 20.0
@@ -219,7 +220,7 @@ def _giving_way(before: str, after: str) -> str:
     skipped = _metric(after, "vpa_admission_controller_main_thread_yields_cut_short_total") - _metric(
         before, "vpa_admission_controller_main_thread_yields_cut_short_total")
     return (f"{times:.0f} times, {seconds:.2f} s in all; {noticed:.0f} reviews noticed from SIGIO; "
-            f"{skipped:.0f} times not (the loop pass had given way its 5 ms)")
+            f"{skipped:.0f} times not (the loop pass had given way its {DEFER_PASS_MAX_S * 1000:g} ms)")
 
 
 LAG_BUCKET = "vpa_event_loop_lag_seconds_bucket"
