@@ -2,8 +2,8 @@
 
 Owns: `PodMetricsReader` (one LIST of PodMetrics, all namespaces or the `--vpa-object-namespace`, parsed
 item by item from the body's chunks as they arrive into `PodUsage` records, yielding to the event loop
-between slices), `list_items` (the items of a list document, parsed one at a time), `ListStream` (the same
-for a document that arrives in chunks) and `pod_usage_from_dict` (one PodMetrics item → usage in exact
+between slices), `ListStream` (the items of a list document that arrives in chunks, parsed one at a time;
+`PagedList` parses its pages with it too) and `pod_usage_from_dict` (one PodMetrics item → usage in exact
 integers: CPU as millicores rounded up, as upstream's live path reads `Quantity.MilliValue()`; memory
 (working set) as bytes; the sample time is the PodMetrics `timestamp`, the end of its window).
 
@@ -157,61 +157,6 @@ def _skip(text: str, index: int) -> int:
     return match.end() if match is not None else index
 
 
-def list_items(text: str, others: dict[str, object] | None = None) -> Iterator[object]:
-    """The `items` of a Kubernetes list document (a JSON object), parsed one at a time by the standard
-    library's C scanner so that a caller can pause between them; the object's other fields are parsed and
-    dropped, or stored in `others` as they are met (kube-apiserver sends `metadata` before `items`, so a
-    pager can read the continue token before the first item). `items` absent or null yields nothing.
-    Raises ValueError (or IndexError at a truncated end) for anything that is not such a document."""
-    skip = _skip
-    decode = _DECODER.raw_decode
-    index = skip(text, 0)
-    if text[index] != "{":
-        raise ValueError("not a JSON object")
-    index = skip(text, index + 1)
-    if text[index] == "}":
-        return
-    while True:
-        key, index = decode(text, index)
-        if not isinstance(key, str):
-            raise ValueError(f"expected a field name at {index}")
-        index = skip(text, index)
-        if text[index] != ":":
-            raise ValueError(f"expected ':' at {index}")
-        index = skip(text, index + 1)
-        if key == "items" and text[index] == "[":
-            index = skip(text, index + 1)
-            if text[index] == "]":
-                index += 1
-            else:
-                while True:
-                    item, index = decode(text, index)
-                    yield item
-                    index = skip(text, index)
-                    if text[index] == ",":
-                        index = skip(text, index + 1)
-                        continue
-                    if text[index] != "]":
-                        raise ValueError(f"expected ',' or ']' at {index}")
-                    index += 1
-                    break
-        else:
-            value, index = decode(text, index)
-            if key == "items" and value is not None:
-                raise ValueError("items is not a list")
-            if others is not None:
-                others[key] = value
-        index = skip(text, index)
-        if text[index] == ",":
-            index = skip(text, index + 1)
-            continue
-        if text[index] != "}":
-            raise ValueError(f"expected ',' or '}}' at {index}")
-        if skip(text, index + 1) != len(text):
-            raise ValueError(f"extra data after the document at {index + 1}")
-        return
-
-
 _START, _KEY_OR_END, _KEY, _ITEMS_FIRST, _ITEM, _AFTER_ITEM, _AFTER_FIELD, _DONE = range(8)
 
 
@@ -223,11 +168,14 @@ class _More(Exception):
 
 
 class ListStream:
-    """`list_items` for a document that arrives in chunks: `feed(chunk)` yields the items completed by that
-    chunk, `finish()` the rest (raising ValueError if the document is malformed or truncated). Only the
-    unparsed tail (at most about one item) is kept between chunks, so a body of tens of MB is never held, or
-    decoded, in one piece. Fields other than `items` are parsed and stored in `others`, as `list_items` does.
-    Exhaust each generator before the next call."""
+    """The `items` of a Kubernetes list document (a JSON object) that arrives in chunks, parsed one at a time
+    by the standard library's C scanner so that a caller can pause between them: `feed(chunk)` yields the
+    items completed by that chunk, `finish()` the rest (raising ValueError if the document is malformed or
+    truncated). Only the unparsed tail (at most about one item) is kept between chunks, so a body of tens of
+    MB is never held, or decoded, in one piece. The document's other fields are parsed and stored in
+    `others` as they are met (kube-apiserver sends `metadata` before `items`, so a pager can read the
+    continue token before the first item); `items` absent or null yields nothing. Exhaust each generator
+    before the next call."""
 
     def __init__(self, others: dict[str, object] | None = None) -> None:
         self._decoder = codecs.getincrementaldecoder("utf-8")()

@@ -3,9 +3,11 @@
 Owns: `PagedList`, the one way the process reads a collection that can be large (the watch caches' LISTs,
 the target resolver's snapshot of well-known controllers, checkpoints at restore, the report's reads):
 `limit` pages; each page's continue token read before its items (kube-apiserver sends `metadata` first),
-so the next page downloads while this one is parsed; the items parsed one by one (`list_items`) in `Slices`
-of the event loop, so a page of hundreds of objects never holds the loop in one piece (one `orjson.loads` of
-a 500-Deployment page did: 24 ms up to ready in a `run_scale --stalls` run); a continue token that expired
+so the next page downloads while this one is parsed; the items parsed one by one from the chunks the page
+was read in (`ListStream`) in `Slices` of the event loop, so a page of hundreds of objects never holds the
+loop in one piece (one `orjson.loads` of a 500-Deployment page did: 24 ms up to ready in a `run_scale
+--stalls` run) and is never joined or decoded whole (a 4 MiB page joined, then decoded to `str`, made two
+fresh 4 MiB objects, about 10 ms of page faults each on the benchmark's VM); a continue token that expired
 (410 Gone) restarting the LIST unpaged, as client-go's pager does, so the same cannot happen again mid-way.
 
 Must not: convert or keep the objects (callers do, as they come); hold more than the page being parsed and the
@@ -20,7 +22,7 @@ from collections.abc import AsyncGenerator, Callable, Mapping
 from typing import Any, Final
 
 from vpa.kube.client import ApiError, Gone, KubeClient
-from vpa.kube.metricsreading import list_items
+from vpa.kube.metricsreading import ListStream
 from vpa.pacing import SLICE_S, Slices
 
 PAGE_SIZE: Final = 500
@@ -66,7 +68,7 @@ class PagedList:
         """Pages requested (a restart's included)."""
         self.restarts = 0
 
-    def _fetch(self, page_size: int, continue_token: str | None) -> asyncio.Task[bytes]:
+    def _fetch(self, page_size: int, continue_token: str | None) -> asyncio.Task[list[bytes]]:
         query = dict(self._query)
         if page_size > 0:
             query["limit"] = page_size
@@ -75,21 +77,22 @@ class PagedList:
         self.requests += 1
         return asyncio.ensure_future(self._get(query))
 
-    async def _get(self, query: dict[str, str | int | bool]) -> bytes:
-        _, raw = await self._client.request_raw("GET", self._path, query=query, timeout_s=self._timeout_s)
-        return raw
+    async def _get(self, query: dict[str, str | int | bool]) -> list[bytes]:
+        _, chunks = await self._client.request_chunks(
+            "GET", self._path, query=query, timeout_s=self._timeout_s)
+        return chunks
 
     async def items(self) -> AsyncGenerator[object, None]:
         """Every item of the LIST, in the server's order, each as `orjson`/`json` parsed it."""
         page_size = self._page_size
         token: str | None = None
-        pending: asyncio.Task[bytes] | None = self._fetch(page_size, None)
+        pending: asyncio.Task[list[bytes]] | None = self._fetch(page_size, None)
         slices = Slices(self._slice_s)
         try:
             while True:
                 assert pending is not None
                 try:
-                    raw = await pending
+                    chunks = await pending
                 except Gone:
                     if not token:
                         raise
@@ -101,29 +104,33 @@ class PagedList:
                     continue
                 pending = None
                 slices.restart()
-                others: dict[str, object] = {}
+                stream = ListStream()
+                others = stream.others
                 told = False
-                try:
-                    parsed = list_items(raw.decode("utf-8"), others)
-                except UnicodeDecodeError as err:
-                    raise self._bad(err) from None
-                del raw  # a page can be megabytes: not held while the next one downloads
-                while True:
+                chunks.reverse()  # popped from the end: each chunk is let go of once fed
+                ending = False
+                while not ending:
+                    ending = not chunks
                     try:
-                        obj = next(parsed, _END)
-                    except (ValueError, IndexError) as err:
+                        parsed = stream.finish() if ending else stream.feed(chunks.pop())
+                    except ValueError as err:  # a UnicodeDecodeError
                         raise self._bad(err) from None
-                    if not told and "metadata" in others:
-                        told = True
-                        token = self._next(page_size, others)
-                        if token:
-                            pending = self._fetch(page_size, token)
-                    if obj is _END:
-                        break
-                    yield obj
-                    del obj
-                    if slices.due():
-                        await slices.pause()
+                    while True:
+                        try:
+                            obj = next(parsed, _END)
+                        except ValueError as err:
+                            raise self._bad(err) from None
+                        if not told and "metadata" in others:
+                            told = True
+                            token = self._next(page_size, others)
+                            if token:
+                                pending = self._fetch(page_size, token)
+                        if obj is _END:
+                            break
+                        yield obj
+                        del obj
+                        if slices.due():
+                            await slices.pause()
                 if not told:
                     token = self._next(page_size, others)
                     if token:

@@ -23,7 +23,7 @@ from vpa.kube.client import (
     ServerError,
     TooManyRequests,
     TransportError,
-    _read_body,
+    _read_chunks,
     api_path,
     build_api_client,
 )
@@ -115,8 +115,9 @@ async def test_a_streamed_body_is_handed_over_in_bounded_chunks(tmp_path: Path) 
 
 async def test_a_large_buffered_body_is_read_with_the_loop_given_turns() -> None:
     """A body that arrived whole while the caller was busy (a LIST page downloading while the previous one
-    is parsed) is read a chunk at a time, other tasks running between chunks; it is returned whole. (The
-    transport here hands over buffered chunks without ever waiting, as aiohttp's buffer does.)"""
+    is parsed) is read a chunk at a time, other tasks running between chunks; it is returned as those chunks,
+    never joined. (The transport here hands over buffered chunks without ever waiting, as aiohttp's buffer
+    does.)"""
     body = bytes(range(256)) * (5 * STREAM_CHUNK_BYTES // 256 + 7)
 
     class Buffered:
@@ -129,9 +130,10 @@ async def test_a_large_buffered_body_is_read_with_the_loop_given_turns() -> None
 
     async with turns_counted() as turns:
         before = turns[0]
-        raw = await _read_body(Response())  # type: ignore[arg-type]
+        chunks = await _read_chunks(Response())  # type: ignore[arg-type]
         during = turns[0] - before
-    assert raw == body
+    assert b"".join(chunks) == body
+    assert [len(chunk) for chunk in chunks[:-1]] == [STREAM_CHUNK_BYTES] * 5
     assert during >= 5  # six chunks: a turn between each two
     one = bytes(100)
 
@@ -142,7 +144,9 @@ async def test_a_large_buffered_body_is_read_with_the_loop_given_turns() -> None
     class SmallResponse:
         content = Small()
 
-    assert await _read_body(SmallResponse()) is one  # type: ignore[arg-type]
+    small = await _read_chunks(SmallResponse())  # type: ignore[arg-type]
+    assert len(small) == 1
+    assert small[0] is one
 
 
 async def test_explicit_kubeconfig_wins_over_env(tmp_path: Path) -> None:

@@ -138,3 +138,21 @@ async def test_dicts_gathers_every_object_of_every_page_and_skips_the_rest() -> 
         pages = PagedList(client, "/api/v1/configmaps", page_size=3)
         assert [obj["metadata"]["name"] for obj in await pages.dicts()] == ["a", "b"]
     assert pages.resource_version == "9"
+
+
+async def test_a_page_of_many_chunks_is_parsed_from_them_items_cut_anywhere() -> None:
+    """A page read in several chunks (a 500-pod page is 4 MiB) is parsed from those chunks, never joined:
+    items, strings and multi-byte characters cut at chunk boundaries come out whole and in order."""
+    from vpa.kube.client import STREAM_CHUNK_BYTES
+
+    many = [f"cm-{i}-ünïcödé-{'x' * (i % 97)}" for i in range(6000)]
+    async with ScriptedServer() as server, client_of(server) as client:
+        server.then(200, page(many[:4000], "7"))
+        server.then(200, page(many[:4000], "7", cont="tok-1"))
+        server.then(200, page(many[4000:], "8"))
+        _, chunks = await client.request_chunks("GET", "/api/v1/configmaps")
+        assert len(chunks) >= 4
+        assert max(map(len, chunks)) <= STREAM_CHUNK_BYTES
+        pages = PagedList(client, "/api/v1/configmaps", page_size=4000)
+        assert await names(pages) == many
+    assert pages.resource_version == "8"

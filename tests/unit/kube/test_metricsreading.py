@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from vpa.kube.converting import ConversionError
-from vpa.kube.metricsreading import ContainerUsage, ListStream, list_items, pod_usage_from_dict
+from vpa.kube.metricsreading import ContainerUsage, ListStream, pod_usage_from_dict
 
 
 def item(**containers: dict[str, Any]) -> dict[str, Any]:
@@ -55,57 +55,7 @@ def test_malformed_items_name_the_field(obj: dict[str, Any], field: str) -> None
     assert err.value.field == field
 
 
-# --- list_items: a list document's items, one at a time -----------------------------------------------
-
-_JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
-    max_leaves=12,
-)
-
-
-@given(
-    st.lists(_JSON, max_size=8),
-    st.dictionaries(st.sampled_from(["kind", "apiVersion", "metadata", "extra"]), _JSON, max_size=4),
-    st.sampled_from([",", ", ", ",\n  "]),
-    st.booleans(),
-)
-def test_list_items_equal_the_parsed_documents_items(
-    items: list[object], others: dict[str, object], separator: str, items_first: bool
-) -> None:
-    fields = [("items", items), *others.items()] if items_first else [*others.items(), ("items", items)]
-    body = "{" + separator.join(f"{json.dumps(k)}: {json.dumps(v, indent=None)}" for k, v in fields) + "}"
-    assert list(list_items(body)) == json.loads(body)["items"]
-
-
-@pytest.mark.parametrize(
-    ("body", "items"),
-    [
-        ('{"kind": "PodMetricsList", "items": []}', []),
-        ('{"items": null, "kind": "PodMetricsList"}', []),
-        ('{"kind": "PodMetricsList"}', []),
-        ("{}", []),
-        (' \n{ "items" : [ {"a": 1} , {"b": [2]} ] } \n', [{"a": 1}, {"b": [2]}]),
-    ],
-    ids=["empty", "null", "absent", "empty-object", "whitespace"],
-)
-def test_list_items_edge_cases(body: str, items: list[object]) -> None:
-    assert list(list_items(body)) == items
-
-
-@pytest.mark.parametrize(
-    "body",
-    ["[]", '{"items": {}}', '{"items": [1, 2', '{"items": [1 2]}', '{"items": [1]} x', '{"items" [1]}',
-     '{"items": [1],}', "", "null"],
-    ids=["array", "items-object", "truncated", "no-comma", "trailing-data", "no-colon", "trailing-comma",
-         "empty", "null"],
-)
-def test_list_items_refuses_what_is_not_a_list_document(body: str) -> None:
-    with pytest.raises((ValueError, IndexError)):
-        list(list_items(body))
-
-
-# --- ListStream: the same, from a body that arrives in chunks ------------------------------------------
+# --- ListStream: a list document's items, one at a time, from a body that arrives in chunks -----------
 
 
 def _streamed(chunks: list[bytes], others: dict[str, object] | None = None) -> list[object]:
@@ -122,13 +72,51 @@ def _split(raw: bytes, cuts: list[int]) -> list[bytes]:
     return [raw[a:b] for a, b in zip([0, *points], [*points, len(raw)], strict=True)]
 
 
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@given(
+    st.lists(_JSON, max_size=8),
+    st.dictionaries(st.sampled_from(["kind", "apiVersion", "metadata", "extra"]), _JSON, max_size=4),
+    st.sampled_from([",", ", ", ",\n  "]),
+    st.booleans(),
+)
+def test_list_stream_yields_the_parsed_documents_items_and_keeps_its_other_fields(
+    items: list[object], others: dict[str, object], separator: str, items_first: bool
+) -> None:
+    fields = [("items", items), *others.items()] if items_first else [*others.items(), ("items", items)]
+    body = "{" + separator.join(f"{json.dumps(k)}: {json.dumps(v, indent=None)}" for k, v in fields) + "}"
+    got_others: dict[str, object] = {}
+    assert _streamed([body.encode()], got_others) == json.loads(body)["items"]
+    assert got_others == {k: v for k, v in json.loads(body).items() if k != "items"}
+
+
+@pytest.mark.parametrize(
+    ("body", "items"),
+    [
+        ('{"kind": "PodMetricsList", "items": []}', []),
+        ('{"items": null, "kind": "PodMetricsList"}', []),
+        ('{"kind": "PodMetricsList"}', []),
+        ("{}", []),
+        (' \n{ "items" : [ {"a": 1} , {"b": [2]} ] } \n', [{"a": 1}, {"b": [2]}]),
+    ],
+    ids=["empty", "null", "absent", "empty-object", "whitespace"],
+)
+def test_list_stream_edge_cases(body: str, items: list[object]) -> None:
+    assert _streamed([body.encode()]) == items
+
+
 @given(
     st.lists(_JSON, max_size=8),
     st.dictionaries(st.sampled_from(["kind", "apiVersion", "metadata", "extra"]), _JSON, max_size=4),
     st.booleans(),
     st.lists(st.integers(min_value=0, max_value=400), max_size=12),
 )
-def test_list_stream_equals_list_items_wherever_the_chunks_are_cut(
+def test_list_stream_yields_the_same_wherever_the_chunks_are_cut(
     items: list[object], others: dict[str, object], items_first: bool, cuts: list[int]
 ) -> None:
     """Chunk boundaries anywhere, inside a number, a string, a multi-byte character or between tokens,
@@ -136,7 +124,7 @@ def test_list_stream_equals_list_items_wherever_the_chunks_are_cut(
     fields = [("items", items), *others.items()] if items_first else [*others.items(), ("items", items)]
     body = "{" + ", ".join(f"{json.dumps(k)}: {json.dumps(v, ensure_ascii=False)}" for k, v in fields) + "}"
     want_others: dict[str, object] = {}
-    want = list(list_items(body, want_others))
+    want = _streamed([body.encode()], want_others)
     got_others: dict[str, object] = {}
     assert _streamed(_split(body.encode(), cuts), got_others) == want
     assert got_others == want_others
