@@ -17,7 +17,9 @@ generated models on hot paths, or know about VPAs or pods beyond URL shapes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
+import socket
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
@@ -130,6 +132,27 @@ STREAM_CHUNK_BYTES: Final = 256 * 1024
 """The most `get_chunks` hands over at once. What arrived is handed over as it is buffered, and a TLS
 transport that reads ahead can buffer megabytes: one `readany()` joined 4.4 MB in 6.4 ms during a 10,000-VPA
 first loop, then the caller decoded it as one piece. 256 KiB is a fraction of a millisecond of each."""
+
+
+RECEIVE_BUFFER_BYTES: Final = 64 * 1024
+"""`SO_RCVBUF` of every connection to the API server (the kernel doubles it for its bookkeeping). uvloop
+(libuv) reads a socket up to 32 times per readiness event while reads come back full, and decrypts each
+read's TLS records there and then, each `SSL_read` giving up the GIL: with Linux's autotuned buffer (up to
+32 MiB) a LIST page that arrived while the loop was busy was read, decrypted and fed to aiohttp in one
+callback, 2 MiB and about 130 GIL hand-offs to the webhook's or the scrape's thread at up to
+`sys.getswitchinterval()` each (`--stalls`: 26-34 ms in `ssl.py` `read` in a relist and a first loop).
+A fixed 64 KiB keeps a readiness event to one or two reads; the window is still 2-3 orders of magnitude more
+than a cluster network's round trip needs for a LIST to stream at the speed it is parsed."""
+
+
+def api_socket(addr_info: tuple[Any, ...]) -> socket.socket:
+    """A socket for a connection to the API server (aiohttp's `socket_factory`), its receive buffer
+    `RECEIVE_BUFFER_BYTES`, set before it connects so that the window it offers is sized to it."""
+    family, type_, proto = addr_info[0], addr_info[1], addr_info[2]
+    sock = socket.socket(family=family, type=type_, proto=proto)
+    with contextlib.suppress(OSError):  # a platform that refuses keeps its default: no less correct
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RECEIVE_BUFFER_BYTES)
+    return sock
 
 
 class NotFound(ApiError):
@@ -352,6 +375,10 @@ class KubeClient:
         # the session must not look it (and ~/.netrc) up again per request, which aiohttp does in a worker
         # thread (`trust_env`, set by kubernetes-asyncio) and which cost about 0.4 ms per request.
         self._session._trust_env = False
+        # kubernetes-asyncio builds the connector; its sockets get a bounded receive buffer (`api_socket`).
+        connector = self._session.connector
+        if isinstance(connector, aiohttp.TCPConnector) and connector._socket_factory is None:
+            connector._socket_factory = api_socket
         self.retries = 0  # retried attempts so far, for tests and metrics
 
     @classmethod

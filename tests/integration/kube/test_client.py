@@ -82,6 +82,35 @@ async def test_kubeconfig_auth_user_agent_and_json(tmp_path: Path) -> None:
     assert req.query == {"x": "true"}
 
 
+async def test_connections_to_the_api_server_have_a_bounded_receive_buffer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every connection's socket comes from `api_socket`, its receive buffer fixed (not autotuned to MBs)
+    before it connects: uvloop reads a socket up to 32 times per readiness event and decrypts what it read
+    there."""
+    import socket
+
+    from vpa.kube import client as client_module
+
+    made: list[socket.socket] = []
+    real = client_module.api_socket
+
+    def spy(addr_info: tuple[object, ...]) -> socket.socket:
+        sock = real(addr_info)
+        made.append(sock)
+        return sock
+
+    monkeypatch.setattr(client_module, "api_socket", spy)
+    async with ScriptedServer() as server:
+        server.then(200, {"kind": "Pod"})
+        async with await make_client(tmp_path, server, RecordingClock()) as client:
+            await client.request_json("GET", "/api/v1/namespaces/ns/pods/p")
+            assert len(made) == 1
+            size = made[0].getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+    # Linux doubles what is set, for its bookkeeping; autotuning would start at 128 KiB and grow to MBs.
+    assert client_module.RECEIVE_BUFFER_BYTES <= size <= 2 * client_module.RECEIVE_BUFFER_BYTES
+
+
 async def test_answers_are_asked_for_uncompressed(tmp_path: Path) -> None:
     """kube-apiserver gzips a large body for a client that accepts it; ours never asks (inflating happens
     in the transport callback, before any paced parser), for single reads and streamed LISTs alike."""
