@@ -141,8 +141,9 @@ read's TLS records there and then, each `SSL_read` giving up the GIL: with Linux
 32 MiB) a LIST page that arrived while the loop was busy was read, decrypted and fed to aiohttp in one
 callback, 2 MiB and about 130 GIL hand-offs to the webhook's or the scrape's thread at up to
 `sys.getswitchinterval()` each (`--stalls`: 26-34 ms in `ssl.py` `read` in a relist and a first loop).
-A fixed 64 KiB keeps a readiness event to one or two reads; the window is still 2-3 orders of magnitude more
-than a cluster network's round trip needs for a LIST to stream at the speed it is parsed."""
+A fixed 64 KiB keeps a readiness event to one or two reads. The window it allows still carries about 60 MB/s
+at a 1 ms round trip (more on a cluster's usual sub-millisecond one), about what the process parses and
+converts (a 4 MiB page of 500 pods in 50-60 ms)."""
 
 
 def api_socket(addr_info: tuple[Any, ...]) -> socket.socket:
