@@ -134,16 +134,18 @@ transport that reads ahead can buffer megabytes: one `readany()` joined 4.4 MB i
 first loop, then the caller decoded it as one piece. 256 KiB is a fraction of a millisecond of each."""
 
 
-RECEIVE_BUFFER_BYTES: Final = 64 * 1024
+RECEIVE_BUFFER_BYTES: Final = 128 * 1024
 """`SO_RCVBUF` of every connection to the API server (the kernel doubles it for its bookkeeping). uvloop
-(libuv) reads a socket up to 32 times per readiness event while reads come back full, and decrypts each
-read's TLS records there and then, each `SSL_read` giving up the GIL: with Linux's autotuned buffer (up to
-32 MiB) a LIST page that arrived while the loop was busy was read, decrypted and fed to aiohttp in one
-callback, 2 MiB and about 130 GIL hand-offs to the webhook's or the scrape's thread at up to
+(libuv) reads a socket up to 32 times per readiness event, 64 KiB a read, while reads come back full, and
+decrypts each read's TLS records there and then, each `SSL_read` giving up the GIL: with Linux's autotuned
+buffer (up to 32 MiB) a LIST page that arrived while the loop was busy was read, decrypted and fed to
+aiohttp in one callback, 2 MiB and about 130 GIL hand-offs to the webhook's or the scrape's thread at up to
 `sys.getswitchinterval()` each (`--stalls`: 26-34 ms in `ssl.py` `read` in a relist and a first loop).
-A fixed 64 KiB keeps a readiness event to one or two reads. The window it allows still carries about 60 MB/s
-at a 1 ms round trip (more on a cluster's usual sub-millisecond one), about what the process parses and
-converts (a 4 MiB page of 500 pods in 50-60 ms)."""
+Fixed, the buffer bounds a readiness event to about 256 KiB. It also bounds how fast the next LIST page
+downloads while this one is parsed (one readiness event per loop pass, a pass every 3 ms slice): 256 KiB
+a pass brings a 4 MiB page in about as long as the page before takes to parse; 64 KiB made the initial
+sync wait for its downloads (`run_scale`: ready 1-3 s later). The window still carries about 120 MB/s at
+a 1 ms round trip."""
 
 
 def api_socket(addr_info: tuple[Any, ...]) -> socket.socket:
