@@ -573,24 +573,6 @@ class KubeClient:
         # "Equal jitter": at least half the ceiling, so retries never bunch up at zero.
         return ceiling * (0.5 + 0.5 * self._rng.random())
 
-    async def request_raw(
-        self,
-        method: Method,
-        path: str,
-        *,
-        query: Query | None = None,
-        data: bytes | None = None,
-        content_type: str | None = None,
-        timeout_s: float | None = None,
-        idempotent: bool | None = None,
-        max_retries: int | None = None,
-    ) -> tuple[int, bytes]:
-        """Send a request with retries; return (status, body bytes) for a 2xx, raise `ApiError` otherwise."""
-        status, chunks = await self.request_chunks(
-            method, path, query=query, data=data, content_type=content_type, timeout_s=timeout_s,
-            idempotent=idempotent, max_retries=max_retries)
-        return status, _joined(chunks)
-
     async def request_chunks(
         self,
         method: Method,
@@ -603,9 +585,9 @@ class KubeClient:
         idempotent: bool | None = None,
         max_retries: int | None = None,
     ) -> tuple[int, list[bytes]]:
-        """`request_raw` with the 2xx body handed over as the chunks it was read in (at most
-        `STREAM_CHUNK_BYTES` each, none for an empty body), never joined: for a caller that parses a large
-        body as it goes."""
+        """Send a request with retries; return (status, body) for a 2xx, raise `ApiError` otherwise. The
+        body is handed over as the chunks it was read in (at most `STREAM_CHUNK_BYTES` each, none for an
+        empty body), never joined: a caller that parses a large body as it goes never holds it whole."""
         encoded = _encode_query(query)
         timeout = self.options.request_timeout_s if timeout_s is None else timeout_s
         retry_unsafe_failures = method in _IDEMPOTENT_METHODS if idempotent is None else idempotent
@@ -650,7 +632,7 @@ class KubeClient:
         data = None if body is None else orjson.dumps(body)
         if data is not None and content_type is None:
             content_type = CONTENT_JSON
-        status, raw = await self.request_raw(
+        status, chunks = await self.request_chunks(
             method,
             path,
             query=query,
@@ -660,9 +642,9 @@ class KubeClient:
             idempotent=idempotent,
             max_retries=max_retries,
         )
-        if not raw:
+        if not chunks:
             return status, {}
-        parsed = orjson.loads(raw)
+        parsed = orjson.loads(_joined(chunks))
         return status, parsed if isinstance(parsed, dict) else {"items": parsed}
 
     async def stream_lines(
