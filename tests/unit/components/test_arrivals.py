@@ -69,6 +69,12 @@ def test_the_main_thread_gives_way_while_the_data_waits_for_its_owner(
             deference.unwanted()  # the owner is known, nothing is wanted yet
             arrivals.watch(watched)
             owner_ready.set()
+            # A busy owner: it reads only once the main thread's handler has seen the data waiting (or
+            # after a second, and the assertions below fail). Reading at once could consume the data before
+            # the handler polls, and then the handler has nothing to notice: the race this test must not run.
+            deadline = time.perf_counter() + 1.0
+            while deference.noticed == 0 and time.perf_counter() < deadline:
+                time.sleep(0.001)
             watched.settimeout(2)
             data = watched.recv(64)  # the review arrives
             deference.enter()
