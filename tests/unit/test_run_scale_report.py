@@ -1,11 +1,19 @@
 """`benchmarks.run_scale` reads the longest main-loop stall from a `/debug/stalls` report, not the webhook's
-loop's, gives the hypervisor's steal of each window, and counts a window's lag samples over 20 ms."""
+loop's, gives the hypervisor's steal of each window, counts a window's lag samples over 20 ms, and tells the
+webhook probe's first review (and its connection) apart from the rest."""
 
 from __future__ import annotations
 
 import pytest
 
-from benchmarks.run_scale import _lag_window, _longest_stall_ms, _steal_rows, _timed_rows
+from benchmarks.run_scale import (
+    _lag_window,
+    _longest_stall_ms,
+    _percentiles,
+    _steal_rows,
+    _timed_rows,
+    _webhook_detail,
+)
 
 REPORT = """stalls over 5 ms: 12; GC total 0.010 s
 
@@ -73,3 +81,16 @@ def test_a_windows_lags_over_20_ms_come_from_the_difference_of_two_scrapes(
     before: dict[str, int], after: dict[str, int], expected: tuple[int, str]
 ) -> None:
     assert _lag_window(_lags(before), _lags(after)) == expected
+
+
+def test_the_first_review_and_its_connection_are_told_apart_from_the_rest() -> None:
+    row = _percentiles([0.0125, 0.001, 0.002, 0.0015], connect_s=0.0084)
+    assert row["n"] == 4
+    assert row["first"] == pytest.approx(12.5)
+    assert row["connect"] == pytest.approx(8.4)
+    assert row["rest_max"] == pytest.approx(2.0)
+    assert row["max"] == pytest.approx(12.5)
+    assert _webhook_detail(row) == (
+        "p50 2.0, max 12.5 ms (first review 12.5, 8.4 of it connecting and the TLS handshake; "
+        "then at most 2.0), 4 reviews")
+    assert _percentiles([])["connect"] == 0.0
