@@ -2,9 +2,9 @@
 
 Owns: the command's flags (argparse), starting `SimCluster` (or, with `--control-plane=kubernetes`,
 `RealCluster`) on uvloop, `vpa sim agent` (the kubelet stand-in against an existing API server), printing
-the API URL and the kubeconfig path (one `key: value` line each, flushed, so scripts can read them), and a
-clean exit 0 on SIGTERM/SIGINT. `python -m vpa.sim.main` works too; the project CLI dispatches `vpa sim ...`
-here.
+the API URL and the kubeconfig path (one `key: value` line each, flushed, so scripts can read them; log
+lines go to stderr), and a clean exit 0 on SIGTERM/SIGINT. `python -m vpa.sim.main` works too; the project
+CLI dispatches `vpa sim ...` here.
 
 The process holds CPython's automatic full collections back as `vpa run` does (`vpa.heap`).
 
@@ -19,6 +19,7 @@ import signal
 import sys
 from pathlib import Path
 
+import structlog
 import uvloop
 
 from vpa.cancelling import cancel_and_wait
@@ -272,7 +273,14 @@ async def _agent(args: argparse.Namespace) -> int:
     return 0
 
 
+def _log_to_stderr() -> None:
+    """Log lines (the hourly full collection's, `vpa.heap`) to stderr: stdout holds only the `key: value`
+    lines scripts read."""
+    structlog.configure(logger_factory=structlog.PrintLoggerFactory(file=sys.stderr))
+
+
 def main(argv: list[str]) -> int:
+    _log_to_stderr()
     if argv[:1] == ["agent"]:
         agent_args = build_agent_parser().parse_args(argv[1:])
         try:
