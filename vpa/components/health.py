@@ -197,6 +197,26 @@ def render_metrics(registry: Collector) -> bytes:
     return format_metrics(collect_metrics(registry))
 
 
+def accepts_gzip(accept_encoding: str) -> bool:
+    """Whether a scrape's `Accept-Encoding` lets `/metrics` answer gzipped: it lists `gzip` or `*` (in any
+    case) with a `q` other than 0, which (RFC 9110) means "not acceptable"."""
+    for item in accept_encoding.split(","):
+        coding, *params = (part.strip() for part in item.split(";"))
+        if coding.lower() not in ("gzip", "*"):
+            continue
+        quality = 1.0
+        for param in params:
+            name, _, value = param.partition("=")
+            if name.strip().lower() == "q":
+                try:
+                    quality = float(value)
+                except ValueError:
+                    quality = 0.0
+        if quality > 0:
+            return True
+    return False
+
+
 def _scrape(registry: Collector, gzipped: bool) -> bytes:
     payload = render_metrics(registry)
     return gzip.compress(payload) if gzipped else payload
@@ -305,7 +325,7 @@ def build_app(
         # machine, measured with /debug/stalls; the collection alone held the loop up to 10 ms) run in a
         # worker thread, which hands the interpreter back to the loop at least every switch interval.
         headers = {"Content-Type": CONTENT_TYPE_LATEST}
-        gzipped = "gzip" in request.headers.get("Accept-Encoding", "")
+        gzipped = accepts_gzip(request.headers.get("Accept-Encoding", ""))
         if gzipped:
             headers["Content-Encoding"] = "gzip"
         payload = await asyncio.to_thread(_scrape, registry, gzipped)

@@ -88,6 +88,9 @@ async def test_metrics_plain_and_gzip(registry: CollectorRegistry) -> None:
         status, body, headers = await _get(server.port, "/metrics", **{"Accept-Encoding": "gzip"})
         assert headers["Content-Encoding"] == "gzip"
         assert b"vpa_test_things_total 3.0" in gzip.decompress(body)
+        status, body, headers = await _get(server.port, "/metrics", **{"Accept-Encoding": "gzip;q=0"})
+        assert "Content-Encoding" not in headers
+        assert b"vpa_test_things_total 3.0" in body
         # Profiling endpoints are off unless asked for.
         assert (await _get(server.port, "/debug/tasks"))[0] == 404
     finally:
@@ -197,3 +200,19 @@ def test_parse_address(address: str, expected: tuple[str, int]) -> None:
 def test_parse_address_errors(address: str) -> None:
     with pytest.raises(ValueError, match="address"):
         health.parse_address(address)
+
+
+@pytest.mark.parametrize(("accept_encoding", "gzipped"), [
+    ("gzip", True),
+    ("deflate, GZIP", True),
+    ("gzip;q=0.5, identity", True),
+    ("*", True),
+    ("", False),
+    ("identity", False),
+    ("gzip;q=0", False),
+    ("gzip; q=0.0, identity;q=1", False),
+    ("x-gzip-not", False),
+    ("gzip;q=oops", False),
+])  # fmt: skip
+def test_metrics_gzip_only_where_the_scrape_accepts_it(accept_encoding: str, gzipped: bool) -> None:
+    assert health.accepts_gzip(accept_encoding) is gzipped
