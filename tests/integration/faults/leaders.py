@@ -47,6 +47,14 @@ class LeaderResult:
     holder_changes: int = 0
     writes_without_lease: list[str] = field(default_factory=list)
     failover_s: list[float] = field(default_factory=list)
+    timeline: list[str] = field(default_factory=list)
+    """What a failed assertion needs to be read: each signal sent and each run of Lease writes by one holder,
+    in order, in seconds since `started`."""
+    started: float = 0.0
+    """When the replicas were started (wall clock, as the audit log's times); 0: the first write's time."""
+
+    def signalled(self, what: str, token: str) -> None:
+        self.timeline.append(f"{time.time() - self.started:.2f} {what} {token}")
 
 
 def _kubeconfig(source: Path, target: Path, token: str) -> Path:
@@ -126,6 +134,13 @@ def judge(audit: list[AuditRecord], result: LeaderResult) -> None:
     leases = _lease_writes(audit)
     holders = [r.token for r in leases]
     result.holder_changes = sum(1 for a, b in itertools.pairwise(holders) if a != b)
+    started = result.started or (audit[0].time if audit else 0.0)
+    for token, run in itertools.groupby(leases, key=lambda r: r.token):
+        writes = list(run)
+        result.timeline.append(
+            f"{writes[0].time - started:.2f}-{writes[-1].time - started:.2f} Lease held by {token}"
+            f" ({len(writes)} writes)")
+    result.timeline.sort(key=lambda line: float(line.split()[0].split("-")[0]))
     writers: list[str] = []
     for record in audit:
         if "/leases" in record.path or record.path.endswith("/events") or record.status >= 300:
@@ -153,6 +168,7 @@ async def leader_failover_scenario(tmp: Path, *, rounds: int = 1, busy_s: float 
             )  # fmt: skip
         await cluster.settle()
         cluster.server.audit = []
+        result.started = time.time()
         procs = {
             token: await _spawn(
                 _kubeconfig(cluster.kubeconfig_path, tmp / f"{token}.kubeconfig", token), tmp / f"{token}.log"
@@ -165,14 +181,17 @@ async def leader_failover_scenario(tmp: Path, *, rounds: int = 1, busy_s: float 
                 await _keep_busy(cluster, busy_s)
                 leader = _lease_writes(cluster.server.audit)[-1].token
                 # Stop the leader until the other one has taken over, then let it run again.
+                result.signalled("SIGSTOP", leader)
                 procs[leader].send_signal(signal.SIGSTOP)
                 holder, took = await _new_holder(cluster, holder, LEASE_DURATION_S * 5)
                 result.failover_s.append(took)
                 await _keep_busy(cluster, busy_s)
+                result.signalled("SIGCONT", leader)
                 procs[leader].send_signal(signal.SIGCONT)
                 await _keep_busy(cluster, busy_s)
                 # Kill the new leader; the resumed one must take over.
                 leader = _lease_writes(cluster.server.audit)[-1].token
+                result.signalled("SIGKILL", leader)
                 procs[leader].send_signal(signal.SIGKILL)
                 await procs[leader].wait()
                 holder, took = await _new_holder(cluster, holder, LEASE_DURATION_S * 5)

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.faults
 
 async def test_stopped_then_killed_leader_never_gives_two_actors(tmp_path: Path) -> None:
     result = await leader_failover_scenario(tmp_path, rounds=1)
-    assert result.writes_without_lease == []
+    assert result.writes_without_lease == [], result
     assert result.holder_changes == 2, result
     assert result.writer_changes <= result.holder_changes, result
     assert len(result.actor_writes) == 2, result  # both replicas acted, one after the other
@@ -33,3 +33,4 @@ def test_the_judge_sees_a_write_by_a_replica_that_lost_the_lease() -> None:
     judge(audit, result)
     assert result.writes_without_lease == [f"POST {pods} by a"]
     assert (result.holder_changes, result.writer_changes) == (1, 2)
+    assert result.timeline == ["0.00-0.00 Lease held by a (1 writes)", "1.00-1.00 Lease held by b (1 writes)"]
