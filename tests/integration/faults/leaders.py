@@ -47,14 +47,14 @@ class LeaderResult:
     holder_changes: int = 0
     writes_without_lease: list[str] = field(default_factory=list)
     failover_s: list[float] = field(default_factory=list)
-    timeline: list[str] = field(default_factory=list)
+    timeline: list[tuple[float, str]] = field(default_factory=list)
     """What a failed assertion needs to be read: each signal sent and each run of Lease writes by one holder,
-    in order, in seconds since `started`."""
+    in order, at seconds since `started`."""
     started: float = 0.0
     """When the replicas were started (wall clock, as the audit log's times); 0: the first write's time."""
 
     def signalled(self, what: str, token: str) -> None:
-        self.timeline.append(f"{time.time() - self.started:.2f} {what} {token}")
+        self.timeline.append((round(time.time() - self.started, 2), f"{what} {token}"))
 
 
 def _kubeconfig(source: Path, target: Path, token: str) -> Path:
@@ -137,10 +137,9 @@ def judge(audit: list[AuditRecord], result: LeaderResult) -> None:
     started = result.started or (audit[0].time if audit else 0.0)
     for token, run in itertools.groupby(leases, key=lambda r: r.token):
         writes = list(run)
-        result.timeline.append(
-            f"{writes[0].time - started:.2f}-{writes[-1].time - started:.2f} Lease held by {token}"
-            f" ({len(writes)} writes)")
-    result.timeline.sort(key=lambda line: float(line.split()[0].split("-")[0]))
+        until = f"until {writes[-1].time - started:.2f} ({len(writes)} writes)"
+        result.timeline.append((round(writes[0].time - started, 2), f"Lease held by {token} {until}"))
+    result.timeline.sort()
     writers: list[str] = []
     for record in audit:
         if "/leases" in record.path or record.path.endswith("/events") or record.status >= 300:

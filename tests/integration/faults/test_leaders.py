@@ -33,4 +33,5 @@ def test_the_judge_sees_a_write_by_a_replica_that_lost_the_lease() -> None:
     judge(audit, result)
     assert result.writes_without_lease == [f"POST {pods} by a"]
     assert (result.holder_changes, result.writer_changes) == (1, 2)
-    assert result.timeline == ["0.00-0.00 Lease held by a (1 writes)", "1.00-1.00 Lease held by b (1 writes)"]
+    assert result.timeline == [
+        (0.0, "Lease held by a until 0.00 (1 writes)"), (1.0, "Lease held by b until 1.00 (1 writes)")]
