@@ -1,8 +1,14 @@
 """`benchmarks.run_scale` reads the longest main-loop stall from a `/debug/stalls` report, not the webhook's
 loop's, gives the hypervisor's steal of each window, counts a window's lag samples over 20 ms, and tells the
-webhook probe's first review (and its connection) apart from the rest."""
+webhook probe's first review (and its connection) apart from the rest, and warms the probe's client against
+another server than the webhook, at best effort."""
 
 from __future__ import annotations
+
+import http.server
+import socket
+import ssl
+import threading
 
 import pytest
 
@@ -13,7 +19,9 @@ from benchmarks.run_scale import (
     _steal_rows,
     _timed_rows,
     _webhook_detail,
+    warm_client,
 )
+from vpa.sim.apiserver.tls import generate_certs
 
 REPORT = """stalls over 5 ms: 12; GC total 0.010 s
 
@@ -94,3 +102,43 @@ def test_the_first_review_and_its_connection_are_told_apart_from_the_rest() -> N
         "p50 2.0, max 12.5 ms (first review 12.5, 8.4 of it connecting and the TLS handshake; "
         "then at most 2.0), 4 reviews")
     assert _percentiles([])["connect"] == 0.0
+
+
+def _client_context() -> ssl.SSLContext:
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    return ctx
+
+
+def test_the_probe_is_warmed_by_one_request_to_the_other_server() -> None:
+    seen: list[tuple[str, str, bytes]] = []
+
+    class Refusing(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            seen.append((self.command, self.path, self.rfile.read(int(self.headers["Content-Length"]))))
+            self.send_response(405)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Refusing)
+    server.socket = generate_certs().server_context().wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.handle_request)
+    thread.start()
+    try:
+        status = warm_client(_client_context(), f"https://127.0.0.1:{server.server_port}", b'{"kind":"x"}')
+    finally:
+        thread.join(10)
+        server.server_close()
+    assert status == 405
+    assert seen == [("POST", "/version", b'{"kind":"x"}')]
+
+
+def test_a_warm_up_without_a_server_is_skipped() -> None:
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    assert warm_client(_client_context(), f"https://127.0.0.1:{port}", b"{}") == 0
