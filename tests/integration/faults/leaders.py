@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import itertools
+import json
 import os
 import signal
 import sys
@@ -52,9 +53,34 @@ class LeaderResult:
     in order, at seconds since `started`."""
     started: float = 0.0
     """When the replicas were started (wall clock, as the audit log's times); 0: the first write's time."""
+    replica_events: list[str] = field(default_factory=list)
+    """Each replica's own account of its leadership (`leader_election_*` log lines, `leader_events`), in
+    the order each logged them: why a Lease changed hands when the timeline shows more changes than
+    signals."""
 
     def signalled(self, what: str, token: str) -> None:
         self.timeline.append((round(time.time() - self.started, 2), f"{what} {token}"))
+
+
+def leader_events(log: Path, token: str) -> list[str]:
+    """The `leader_election_*` lines of one replica's JSON log, as `token: event key=value ...` (lines that
+    are not JSON, or of other events, are skipped; a missing log gives none)."""
+    try:
+        lines = log.read_text(errors="replace").splitlines()
+    except OSError:
+        return []
+    events = []
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(record, dict) or not str(record.get("event", "")).startswith("leader_election_"):
+            continue
+        detail = " ".join(f"{key}={record[key]}" for key in ("timestamp", "leading", "holder", "error")
+                          if key in record)
+        events.append(f"{token}: {record['event']} {detail}".rstrip())
+    return events
 
 
 def _kubeconfig(source: Path, target: Path, token: str) -> Path:
@@ -203,4 +229,6 @@ async def leader_failover_scenario(tmp: Path, *, rounds: int = 1, busy_s: float 
                     proc.send_signal(signal.SIGKILL)
                     await proc.wait()
         judge(cluster.server.audit, result)
+        for token in procs:
+            result.replica_events += leader_events(tmp / f"{token}.log", token)
     return result

@@ -6,7 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.faults.leaders import LEASE_PATH, LeaderResult, judge, leader_failover_scenario
+from tests.integration.faults.leaders import (
+    LEASE_PATH,
+    LeaderResult,
+    judge,
+    leader_events,
+    leader_failover_scenario,
+)
 from vpa.sim.apiserver.server import AuditRecord
 
 pytestmark = pytest.mark.faults
@@ -18,6 +24,8 @@ async def test_stopped_then_killed_leader_never_gives_two_actors(tmp_path: Path)
     assert result.holder_changes == 2, result
     assert result.writer_changes <= result.holder_changes, result
     assert len(result.actor_writes) == 2, result  # both replicas acted, one after the other
+    led = {event.split(":")[0] for event in result.replica_events if "leader_election_change" in event}
+    assert led == {"replica-a", "replica-b"}, result  # each says so in its own log, which a failure shows
 
 
 def test_the_judge_sees_a_write_by_a_replica_that_lost_the_lease() -> None:
@@ -35,3 +43,20 @@ def test_the_judge_sees_a_write_by_a_replica_that_lost_the_lease() -> None:
     assert (result.holder_changes, result.writer_changes) == (1, 2)
     assert result.timeline == [
         (0.0, "Lease held by a until 0.00 (1 writes)"), (1.0, "Lease held by b until 1.00 (1 writes)")]
+
+
+def test_a_replicas_leader_election_lines_are_kept_for_the_message(tmp_path: Path) -> None:
+    log = tmp_path / "replica-a.log"
+    log.write_text("\n".join([
+        '{"event": "leader_election_change", "leading": true, "timestamp": "t1"}',
+        '{"event": "updater_loop_done", "timestamp": "t2"}',
+        "Traceback (most recent call last):",
+        '{"event": "leader_election_renew_deadline_passed", "timestamp": "t3"}',
+        '{"event": "leader_election_lost", "holder": "replica-b", "timestamp": "t4"}',
+    ]))
+    assert leader_events(log, "replica-a") == [
+        "replica-a: leader_election_change timestamp=t1 leading=True",
+        "replica-a: leader_election_renew_deadline_passed timestamp=t3",
+        "replica-a: leader_election_lost timestamp=t4 holder=replica-b",
+    ]
+    assert leader_events(tmp_path / "missing.log", "replica-b") == []
