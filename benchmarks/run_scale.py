@@ -150,6 +150,15 @@ def _review(pod: dict[str, Any]) -> bytes:
     })  # fmt: skip
 
 
+def probe_context() -> ssl.SSLContext:
+    """The probe's TLS client: no verification (the webhook's serving certificate is self-signed and the
+    warm-up's server is another one, both on loopback)."""
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    return ctx
+
+
 def warm_client(ctx: ssl.SSLContext, url: str, body: bytes) -> int:
     """One HTTPS POST of `body` to `url` (`vpa sim`'s API server, which refuses it), so that a fresh
     process's first TLS handshake and first request, 3-5 ms more than the next ones (OpenSSL's and
@@ -178,9 +187,7 @@ def _probe_process(port: int, body: bytes, stop: Any, conn: Any, warm_url: str) 
     first review still opens a new connection to a webhook that has not seen this client."""
     import http.client
 
-    ctx = ssl.create_default_context()
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE  # the process's self-signed serving certificate, on loopback
+    ctx = probe_context()
     warm_client(ctx, warm_url, body)
     samples: list[float] = []
     errors = 0

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import http.server
 import socket
-import ssl
 import threading
 
 import pytest
@@ -19,6 +18,7 @@ from benchmarks.run_scale import (
     _steal_rows,
     _timed_rows,
     _webhook_detail,
+    probe_context,
     warm_client,
 )
 from vpa.sim.apiserver.tls import generate_certs
@@ -104,13 +104,6 @@ def test_the_first_review_and_its_connection_are_told_apart_from_the_rest() -> N
     assert _percentiles([])["connect"] == 0.0
 
 
-def _client_context() -> ssl.SSLContext:
-    ctx = ssl.create_default_context()
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
-    return ctx
-
-
 def test_the_probe_is_warmed_by_one_request_to_the_other_server() -> None:
     seen: list[tuple[str, str, bytes]] = []
 
@@ -129,7 +122,7 @@ def test_the_probe_is_warmed_by_one_request_to_the_other_server() -> None:
     thread = threading.Thread(target=server.handle_request)
     thread.start()
     try:
-        status = warm_client(_client_context(), f"https://127.0.0.1:{server.server_port}", b'{"kind":"x"}')
+        status = warm_client(probe_context(), f"https://127.0.0.1:{server.server_port}", b'{"kind":"x"}')
     finally:
         thread.join(10)
         server.server_close()
@@ -141,4 +134,4 @@ def test_a_warm_up_without_a_server_is_skipped() -> None:
     with socket.socket() as free:
         free.bind(("127.0.0.1", 0))
         port = free.getsockname()[1]
-    assert warm_client(_client_context(), f"https://127.0.0.1:{port}", b"{}") == 0
+    assert warm_client(probe_context(), f"https://127.0.0.1:{port}", b"{}") == 0
