@@ -54,12 +54,14 @@ async def test_a_webhook_loop_stall_names_the_main_threads_code() -> None:
     finally:
         await thread.call(stop())
         await thread.stop()
-    first = report.split("\n--- ", 2)[1]
-    assert float(first.split(" ms", 1)[0]) >= 20.0, report
-    own, meanwhile = first.split("meanwhile in main:", 1)
-    assert WAITING[0] in own, report
-    assert "test_a_webhook_loop_stall_names_the_main_threads_code" in meanwhile or (
-        "_hold_the_gil_in_one_c_call" in meanwhile), report
+    # The stall the sorted() call made: on a loaded machine the loop's thread may also stall waiting for a
+    # CPU while the main thread sleeps, and such a stall can be listed before it.
+    stalls = [section for section in report.split("\n--- ")[1:] if "meanwhile in main:" in section]
+    held = [section for section in stalls
+            if "_hold_the_gil_in_one_c_call" in section.split("meanwhile in main:", 1)[1]]
+    assert held, report
+    assert max(float(section.split(" ms", 1)[0]) for section in held) >= 20.0, report
+    assert any(WAITING[0] in section.split("meanwhile in main:", 1)[0] for section in held), report
 
 
 async def test_a_stall_says_how_long_its_thread_waited_for_a_cpu() -> None:
