@@ -8,13 +8,17 @@ kube-scheduler, CRDs Established, nodes registered, metrics.k8s.io Available).
 Part 2 (per backend, `--backend kubernetes|sim|both`): `vpa sim` as a process with N nodes (real time on both
 backends), D Deployments of R replicas and one VPA each (`updateMode: Off`, so nothing is evicted), created
 over HTTPS; once every pod runs, `vpa run --components=recommender,updater` as a process with default flags.
-Reported: time until every pod runs; time from `vpa run` start to every VPA having a recommendation; the
-recommender loop's time (`vpa_recommender_execution_latency_seconds{step="total"}`) and the API requests of
-one loop (`rest_client_requests_total` between two loops); `vpa run` RSS. Everything goes over real HTTPS
-through the production client; the admission webhook is left out (no Service maps to it here).
+Reported: time until every pod runs; time from `vpa run` start to every VPA having a recommendation, the API
+requests up to then and how many were answered 429; the recommender loop's time
+(`vpa_recommender_execution_latency_seconds{step="total"}`) and the API requests of one loop
+(`rest_client_requests_total` between two loops); the CPU time each process used in those two windows (`vpa
+run`, `vpa sim` and, on the real control plane, etcd, kube-apiserver, the controller manager and the
+scheduler: they share the machine's CPUs); `vpa run` RSS. Everything goes over real HTTPS through the
+production client; the admission webhook is left out (no Service maps to it here). `--run-flag` (repeated)
+passes a flag to `vpa run`.
 
     python -m benchmarks.control_plane [--backend both] [--nodes 500] [--deployments 1000] [--replicas 5]
-                                       [--skip-scale] [--cold]
+                                       [--skip-scale] [--cold] [--run-flag=--update-worker-count=20]
 """
 
 from __future__ import annotations
@@ -56,6 +60,61 @@ def _rss_mib(pid: int) -> float:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
     return 0.0
+
+
+_TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    """`/proc/PID/stat` after the command name (field 3 on), or None once the process is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def _descendants(root: int) -> dict[int, str]:
+    """`root` and every process below it, by PID, with their command names."""
+    parents: dict[int, int] = {}
+    names: dict[int, str] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                text = stat.read()
+        except OSError:
+            continue
+        names[int(entry)] = text[text.index("(") + 1:text.rindex(")")]
+        parents[int(entry)] = int(text.rsplit(")", 1)[1].split()[1])
+    found = {root: names.get(root, "?")}
+    grew = True
+    while grew:
+        grew = False
+        for pid, parent in parents.items():
+            if parent in found and pid not in found:
+                found[pid] = names[pid]
+                grew = True
+    return found
+
+
+def cpu_seconds(pids: dict[int, str]) -> dict[str, float]:
+    """CPU time (user + system) used so far by each process of `pids`, summed by command name."""
+    used: dict[str, float] = {}
+    for pid, name in pids.items():
+        fields = _stat_fields(pid)
+        if fields is not None:
+            used[name] = used.get(name, 0.0) + (int(fields[11]) + int(fields[12])) * _TICK_S
+    return used
+
+
+def cpu_row(before: dict[str, float], after: dict[str, float], wall_s: float) -> str:
+    """CPU seconds each process used between two readings, largest first, with the machine's total."""
+    spent = sorted(((after[name] - before.get(name, 0.0), name) for name in after), reverse=True)
+    parts = [f"{name} {seconds:.0f} s" for seconds, name in spent if seconds >= 0.5]
+    capacity = wall_s * (os.cpu_count() or 1)
+    return f"{'; '.join(parts)} (of {capacity:.0f} CPU-seconds in {wall_s:.0f} s)"
 
 
 def build_times(cold: bool) -> list[tuple[str, str]]:
@@ -185,13 +244,21 @@ async def _running_pods(kube: Kube) -> int:
             return count
 
 
-async def _recommended(kube: Kube) -> int:
-    _, doc = await kube.call("GET", "/apis/autoscaling.k8s.io/v1/verticalpodautoscalers")
-    return sum(
-        1
-        for v in doc["items"]
-        if ((v.get("status") or {}).get("recommendation") or {}).get("containerRecommendations")
-    )
+async def _recommended_all(kube: Kube, want: int) -> bool:
+    """Whether at least `want` VPAs have a recommendation, read in pages (one 10,000-VPA LIST is tens of
+    megabytes)."""
+    count, cont = 0, ""
+    while True:
+        path = "/apis/autoscaling.k8s.io/v1/verticalpodautoscalers?limit=2000"
+        path += f"&continue={cont}" if cont else ""
+        _, doc = await kube.call("GET", path)
+        count += sum(
+            1 for v in doc["items"]
+            if ((v.get("status") or {}).get("recommendation") or {}).get("containerRecommendations")
+        )  # fmt: skip
+        cont = doc["metadata"].get("continue") or ""
+        if not cont:
+            return count >= want
 
 
 def _metric(text: str, name: str, labels: str = "") -> float:
@@ -239,7 +306,8 @@ LOOP_SECONDS = "vpa_recommender_execution_latency_seconds_sum"
 TOTAL = 'step="total"'
 
 
-async def scale_run(backend: str, nodes: int, deployments: int, replicas: int) -> list[tuple[str, str]]:
+async def scale_run(backend: str, nodes: int, deployments: int, replicas: int,
+                    run_flags: tuple[str, ...] = ()) -> list[tuple[str, str]]:
     work = Path(tempfile.mkdtemp(prefix=f"vpa-bench-{backend}-"))
     kubeconfig = work / "kubeconfig"
     args = [sys.executable, "-m", "vpa.cli", "sim", "--kubeconfig-out", str(kubeconfig),
@@ -278,21 +346,33 @@ async def scale_run(backend: str, nodes: int, deployments: int, replicas: int) -
         port = _free_port()
         run = await _spawn(
             [sys.executable, "-m", "vpa.cli", "run", f"--kubeconfig={kubeconfig}",
-             f"--address=127.0.0.1:{port}", "--components=recommender,updater", "--log-format=json"],
+             f"--address=127.0.0.1:{port}", "--components=recommender,updater", "--log-format=json",
+             *run_flags],
             work / "vpa-run.log",
         )  # fmt: skip
         started = time.monotonic()
+        processes = {**_descendants(sim.pid), run.pid: "vpa run"}
+        processes[sim.pid] = "vpa sim"
+        cpu_before = cpu_seconds(processes)
 
         async def all_recommended() -> bool:
-            return await _recommended(k) >= deployments
+            return await _recommended_all(k, deployments)
 
         await _until("every VPA recommended", all_recommended, run, work / "vpa-run.log", 1800)
-        rows.append(
-            (f"{backend}: vpa run start to every VPA recommended", f"{time.monotonic() - started:.0f} s")
-        )
+        recommended_s = time.monotonic() - started
+        rows.append((f"{backend}: vpa run start to every VPA recommended", f"{recommended_s:.0f} s"))
+        rows.append((f"{backend}: CPU used meanwhile, by process",
+                     cpu_row(cpu_before, cpu_seconds(processes), recommended_s)))
 
         async with aiohttp.ClientSession() as plain:
             seen: dict[str, str] = {}
+
+            async with plain.get(f"http://127.0.0.1:{port}/metrics") as resp:
+                text = await resp.text()
+            requests_then = _metric(text, "rest_client_requests_total")
+            throttled = _metric(text, "rest_client_requests_total", 'code="429"')
+            rows.append((f"{backend}: API requests up to then; answered 429",
+                         f"{requests_then:.0f}; {throttled:.0f}"))
 
             async def loops_at_least(n: float) -> bool:
                 async with plain.get(f"http://127.0.0.1:{port}/metrics") as resp:
@@ -304,11 +384,14 @@ async def scale_run(backend: str, nodes: int, deployments: int, replicas: int) -
             await _until("a loop", lambda: loops_at_least(loops + 1), run, work / "vpa-run.log", 600)
             requests_before = _metric(seen["text"], "rest_client_requests_total")
             seconds_before = _metric(seen["text"], LOOP_SECONDS, TOTAL)
+            cpu_loop, loop_started = cpu_seconds(processes), time.monotonic()
             await _until("another loop", lambda: loops_at_least(loops + 2), run, work / "vpa-run.log", 600)
+            cpu_loop_row = cpu_row(cpu_loop, cpu_seconds(processes), time.monotonic() - loop_started)
             loop_s = _metric(seen["text"], LOOP_SECONDS, TOTAL) - seconds_before
             requests = _metric(seen["text"], "rest_client_requests_total") - requests_before
         rows.append((f"{backend}: steady recommender loop", f"{loop_s:.1f} s"))
         rows.append((f"{backend}: API requests per loop (recommender and updater)", f"{requests:.0f}"))
+        rows.append((f"{backend}: CPU used in that loop, by process", cpu_loop_row))
         rows.append((f"{backend}: vpa run RSS", f"{_rss_mib(run.pid):.0f} MiB"))
     finally:
         if kube is not None:
@@ -328,6 +411,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--skip-scale", action="store_true", help="only the build and start-up part")
     parser.add_argument("--skip-build", action="store_true", help="do not rebuild the binaries")
     parser.add_argument("--cold", action="store_true", help="build into empty Go caches (downloads included)")
+    parser.add_argument("--run-flag", action="append", default=[], metavar="FLAG",
+                        help="a flag for vpa run (repeat for more), e.g. --run-flag=--update-worker-count=20")
     args = parser.parse_args(argv)
     rows: list[tuple[str, str]] = []
     if not args.skip_build:
@@ -343,7 +428,8 @@ def main(argv: list[str]) -> int:
     if not args.skip_scale:
         backends = ("sim", "kubernetes") if args.backend == "both" else (args.backend,)
         for backend in backends:
-            rows += asyncio.run(scale_run(backend, args.nodes, args.deployments, args.replicas))
+            rows += asyncio.run(scale_run(backend, args.nodes, args.deployments, args.replicas,
+                                          tuple(args.run_flag)))
     width = max(len(name) for name, _ in rows)
     print(f"\ncontrol_plane ({os.cpu_count()} CPUs)")
     for name, value in rows:

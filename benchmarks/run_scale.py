@@ -70,6 +70,7 @@ from benchmarks.control_plane import (
     _free_port,
     _gather_bounded,
     _metric,
+    _recommended_all,
     _spawn,
     _stop,
     _until,
@@ -633,21 +634,6 @@ def _longest_stall_ms(report: str) -> float | None:
 
 async def _loops_at_least(scrape: Any, n: float) -> bool:
     return _metric(await scrape(), LOOPS, TOTAL) >= n
-
-
-async def _recommended_all(kube: Kube, want: int) -> bool:
-    count, cont = 0, ""
-    while True:
-        path = "/apis/autoscaling.k8s.io/v1/verticalpodautoscalers?limit=2000"
-        path += f"&continue={cont}" if cont else ""
-        _, doc = await kube.call("GET", path)
-        count += sum(
-            1 for v in doc["items"]
-            if ((v.get("status") or {}).get("recommendation") or {}).get("containerRecommendations")
-        )  # fmt: skip
-        cont = doc["metadata"].get("continue") or ""
-        if not cont:
-            return count >= want
 
 
 def main(argv: list[str] | None = None) -> int:
