@@ -7,7 +7,8 @@ when a target is missing or not the top-most controller), LoadPods (non-Pending 
 cache, only VPA-matched ones with `--memory-saver`), LoadMetrics (one `metrics.k8s.io` PodMetrics LIST,
 then the OOMs the pod cache's updates and the `Evicted` events revealed), DeleteRemovedPods, UpdateVPAs
 (recommendations, status conditions as upstream sets them, a merge patch on `/status` only when the status
-changed, at most `--update-worker-count` writes in flight), MaintainCheckpoints (oldest-written VPA first,
+changed, or with `--bounds-write-tolerance` when more than bounds within it changed, at most
+`--update-worker-count` writes in flight), MaintainCheckpoints (oldest-written VPA first,
 until `--checkpoints-timeout` after the loop started but at least one VPA per worker; orphaned checkpoints
 collected every `--checkpoints-gc-interval`) and GarbageCollect (aggregates, hourly);
 `RecommenderGroup` — the recommenders `--recommender-name=a,b` hosts in one process, run step by step by
@@ -75,6 +76,7 @@ from vpa.logic.recommender_cluster import (
     UnknownContainerError,
 )
 from vpa.logic.recommending import RecommenderConfig, RecommenderCore, compute_recommendation
+from vpa.logic.statuswrites import worth_writing
 from vpa.model.clock import Clock
 from vpa.model.event import EventView
 from vpa.model.features import FeatureGates
@@ -526,6 +528,8 @@ class LoopReport:
     ooms: int = 0
     metrics_error: str | None = None
     status_writes: int = 0
+    status_writes_skipped: int = 0
+    """Statuses that changed only in bounds within `--bounds-write-tolerance`, so were not written."""
     status_write_errors: int = 0
     checkpoints_written: int = 0
     target_changes: int = 0
@@ -1071,7 +1075,9 @@ class Recommender:
                 counts[label] = counts.get(label, 0) + 1
                 # Written only when it differs from the cached object's status, and not again while the
                 # cache has not caught up with our own previous write.
-                if status != old and self._written.get(key) != (view.resource_version, status):
+                if not worth_writing(old, status, self.settings.bounds_write_tolerance):
+                    report.status_writes_skipped += status != old
+                elif self._written.get(key) != (view.resource_version, status):
                     self._written[key] = (view.resource_version, status)
                     targets = _targets(recommendation)
                     if targets != _targets(old.recommendation):
@@ -1359,7 +1365,8 @@ async def run_loop(recommenders: Sequence[Recommender],
         emit = log.info if report.target_changes > TARGET_CHANGE_LINES else log.debug
         emit("recommender_loop_done", recommender=rec.settings.recommender_name, vpas=report.vpas,
              pods=report.pods, samples=report.samples, status_writes=report.status_writes,
-             target_changes=report.target_changes, checkpoints=report.checkpoints_written,
+             status_writes_skipped=report.status_writes_skipped, target_changes=report.target_changes,
+             checkpoints=report.checkpoints_written,
              seconds=round(total, 3))
     return reports
 

@@ -457,6 +457,13 @@ RUN_FLAGS: Final[tuple[FlagDef, ...]] = (
             note="Ours. Upstream applies OOMs at the next --recommender-interval."),
     FlagDef("oom-reaction-delay", DURATION, _R, "How long the prompt OOM pass waits for more OOM kills to "
             "join it.", "recommender.oom_reaction_delay_s", addition=True, note="Ours."),
+    FlagDef("bounds-write-tolerance", FLOAT, _R, "Skip a VPA status write whose only changes are "
+            "lowerBound or upperBound amounts that moved by at most this fraction of the amount in the "
+            "status (0.01: 1%); targets, uncapped targets and conditions are always written as computed. "
+            "0 writes every change.",
+            "recommender.bounds_write_tolerance", addition=True,
+            note="Ours. Upstream writes every change: one write per VPA per loop while its bounds widen or "
+                 "narrow with its history."),
     FlagDef("use-external-metrics", BOOL, _R, "ALPHA. Read usage from an external metrics provider instead "
             "of metrics-server.", "recommender.use_external_metrics"),
     FlagDef("external-metrics-cpu-metric", STRING, _R, "ALPHA. External metric for CPU usage.",

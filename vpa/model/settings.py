@@ -369,7 +369,9 @@ class RecommenderSettings:
     """Ours: an OOM kill triggers a prompt pass that rewrites the affected VPAs' recommendations."""
     oom_reaction_delay_s: float = 1.0
     """Ours: how long that pass waits for more OOMs to join it."""
-    """Ours: watch autoscaling/v2 HPAs and flag VPAs whose target an HPA scales on a controlled resource."""
+    bounds_write_tolerance: float = 0.0
+    """Ours: a status write whose only changes are lower/upper bounds within this fraction of the amounts in
+    the VPA's status is skipped (`vpa.logic.statuswrites`); 0 writes every change, as upstream."""
     use_external_metrics: bool = False
     """Read usage from `external.metrics.k8s.io` instead of `metrics.k8s.io`."""
     external_metrics_cpu_metric: str = ""
@@ -393,6 +395,9 @@ class RecommenderSettings:
             )
         if self.oom_reaction_delay_s < 0:
             raise SettingsError("--oom-reaction-delay must not be negative")
+        if not 0.0 <= self.bounds_write_tolerance < 1.0:
+            raise SettingsError(
+                f"--bounds-write-tolerance must be at least 0 and below 1, not {self.bounds_write_tolerance}")
         duplicates = sorted({name for name in names if names.count(name) > 1})
         if duplicates:
             raise SettingsError(f"--recommender-name names {duplicates[0]!r} more than once")

@@ -248,6 +248,26 @@ async def test_status_is_patched_only_when_it_changed() -> None:
         assert lines == [("recommender_loop_done", "debug")]
 
 
+async def test_bounds_that_moved_within_the_tolerance_are_not_written() -> None:
+    """`--bounds-write-tolerance`: after a day of history a step moves only the bounds, by less than 5%, so
+    the status the VPA shows stays as written; the bounds it shows are within 5% of the computed ones."""
+    async with harness(settings(bounds_write_tolerance=0.05)) as h:
+        await start_workloads(h, ("steady", STEADY))
+        await h.loop()
+        await h.run_for(86400, 3600)
+        rv = h.vpa("steady")["metadata"]["resourceVersion"]
+        shown = written(h.vpa("steady"))
+        await h.cluster.advance(STEP_S)
+        report = await h.loop()
+        assert (report.status_writes, report.status_writes_skipped, report.target_changes) == (0, 1, 0)
+        assert h.vpa("steady")["metadata"]["resourceVersion"] == rv
+        now = targets_and_bounds(h.rec.core.recommend("default", "steady"))
+        before = targets_and_bounds(shown)
+        assert now != before  # the bounds did move
+        assert now["app"][:2] == before["app"][:2]  # the target did not
+        assert all(abs(a - b) <= 0.05 * b for a, b in zip(now["app"], before["app"], strict=True))
+
+
 def targets_and_bounds(rec: Recommendation) -> dict[str, tuple[int, ...]]:
     out = {}
     for c in rec.containers:

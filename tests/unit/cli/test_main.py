@@ -98,6 +98,14 @@ BAD_INPUTS = {
         ["run", "--recommendation-metrics-max-series=0"],
         "vpa run: --recommendation-metrics-max-series must be at least 1, not 0",
     ),
+    "bounds-write-tolerance-of-one": (
+        ["run", "--bounds-write-tolerance=1"],
+        "vpa run: --bounds-write-tolerance must be at least 0 and below 1, not 1.0",
+    ),
+    "bounds-write-tolerance-negative": (
+        ["run", "--bounds-write-tolerance=-0.01"],
+        "vpa run: --bounds-write-tolerance must be at least 0 and below 1, not -0.01",
+    ),
     "lag-interval-too-short": (
         ["run", "--event-loop-lag-interval=500us"],
         "vpa run: --event-loop-lag-interval must be between 1ms and 1m, not 0.0005s",
