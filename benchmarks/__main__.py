@@ -19,6 +19,7 @@ BENCHMARKS: dict[str, str] = {
     "recommender_quality": "benchmarks.recommender_quality",
     "updater_decisions": "benchmarks.updater_decisions",
     "recommender_loop": "benchmarks.recommender_loop",
+    "status_writes": "benchmarks.status_writes",
     "metrics_read": "benchmarks.metrics_read",
     "webhook_throughput": "benchmarks.webhook_throughput",
     "webhook_during_recommender": "benchmarks.webhook_during_recommender",

@@ -107,6 +107,8 @@ class Sink:
     def __init__(self) -> None:
         self.statuses = 0
         self.checkpoints = 0
+        self.vpas = Listing([])
+        """The VPA views the recommender reads (set by `build`)."""
 
     async def write(self, *args: Any) -> None:
         if len(args) == 3:
@@ -155,8 +157,10 @@ class Setup:
     containers: tuple[ContainerView, ...]
 
 
-def build(vpas: int, per_pod: int, per_namespace: int) -> Setup:
-    """N Deployments, each with one Running pod of `per_pod` containers and one VPA (see the docstring)."""
+def build(vpas: int, per_pod: int, per_namespace: int, settings: RecommenderSettings | None = None,
+          sink: Sink | None = None) -> Setup:
+    """N Deployments, each with one Running pod of `per_pod` containers and one VPA (see the docstring);
+    `sink` takes the status and checkpoint writes (a counting `Sink` by default)."""
     clock = VirtualClock(start=START)
     containers = tuple(
         ContainerView(f"c{i}", Resources(100, 128 * MIB), Resources(1000, 512 * MIB)) for i in range(per_pod))
@@ -173,20 +177,21 @@ def build(vpas: int, per_pod: int, per_namespace: int) -> Setup:
                              update_policy=UpdatePolicy(UpdateMode.OFF), creation_timestamp=START - 3600,
                              status=VpaStatus()))
         selectors[(namespace, name)] = Selector.from_match_labels({"app": name})
-    sink = Sink()
+    sink = Sink() if sink is None else sink
+    sink.vpas = Listing(views)
     metrics = Metrics(pods, clock)
-    recommender = Recommender(RecommenderSettings(), pods=Listing(pods), vpas=Listing(views), clock=clock,
-                              metrics_source=metrics, resolver=Resolver(selectors), status_writer=sink,
-                              checkpoints=sink)
+    recommender = Recommender(settings or RecommenderSettings(), pods=Listing(pods), vpas=sink.vpas,
+                              clock=clock, metrics_source=metrics, resolver=Resolver(selectors),
+                              status_writer=sink, checkpoints=sink)
     return Setup(recommender, clock, pods, metrics, sink, containers)
 
 
-def feed_history(setup: Setup, history_step_s: float) -> float:
-    """A day of history through the real sample path (after a first loop added the pods); returns seconds
-    taken, and leaves the clock a minute past the day."""
+def feed_history(setup: Setup, history_step_s: float, days: float = 1.0) -> float:
+    """`days` of history (a day by default) through the real sample path (after a first loop added the pods);
+    returns seconds taken, and leaves the clock a minute past the history."""
     started = time.perf_counter()
     cluster = setup.recommender.core.cluster
-    steps = int(DAY // history_step_s)
+    steps = int(days * DAY // history_step_s)
     for step in range(1, steps + 1):
         t = START + step * history_step_s
         phase = 1.2 + math.sin(2 * math.pi * (t % DAY) / DAY)
@@ -197,7 +202,7 @@ def feed_history(setup: Setup, history_step_s: float) -> float:
                 cid = ContainerId(pod_id, container.name)
                 cluster.add_cpu_sample(cid, int(cpu * phase), t)
                 cluster.add_memory_sample(cid, int(memory * (0.9 + 0.1 * phase)), t)
-    setup.clock.set(START + DAY + 60)
+    setup.clock.set(START + steps * history_step_s + 60)
     return time.perf_counter() - started
 
 
