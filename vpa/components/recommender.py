@@ -303,7 +303,8 @@ def ooms_from_pod_update(old: PodView, new: PodView) -> list[OomKill]:
 
 
 class RecommenderMetrics:
-    """Upstream's `vpa_recommender_*` metrics, plus two counters of our own for skipped inputs."""
+    """Upstream's `vpa_recommender_*` metrics, plus counters of our own (skipped inputs, write errors, status
+    writes skipped) and the gauges of our conditions."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
         self.execution_latency = Histogram(
@@ -332,6 +333,10 @@ class RecommenderMetrics:
             ["what"], registry=registry)
         self.write_errors = Counter(
             "vpa_recommender_write_errors", "Failed writes of VPA status or checkpoints.", ["what"],
+            registry=registry)
+        self.status_writes_skipped = Counter(
+            "vpa_recommender_status_writes_skipped",
+            "VPA status writes skipped because only bounds moved, within --bounds-write-tolerance.",
             registry=registry)
         self.get_resources = UnsuffixedCounter(
             "vpa_resources_get_resources_count", "Count of get resources calls by source", ["source"],
@@ -1076,7 +1081,9 @@ class Recommender:
                 # Written only when it differs from the cached object's status, and not again while the
                 # cache has not caught up with our own previous write.
                 if not worth_writing(old, status, self.settings.bounds_write_tolerance):
-                    report.status_writes_skipped += status != old
+                    if status != old:
+                        report.status_writes_skipped += 1
+                        self.metrics.status_writes_skipped.inc()
                 elif self._written.get(key) != (view.resource_version, status):
                     self._written[key] = (view.resource_version, status)
                     targets = _targets(recommendation)

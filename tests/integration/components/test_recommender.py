@@ -248,6 +248,9 @@ async def test_status_is_patched_only_when_it_changed() -> None:
         assert lines == [("recommender_loop_done", "debug")]
 
 
+SKIPPED = "vpa_recommender_status_writes_skipped_total"
+
+
 async def test_bounds_that_moved_within_the_tolerance_are_not_written() -> None:
     """`--bounds-write-tolerance`: after a day of history a step moves only the bounds, by less than 5%, so
     the status the VPA shows stays as written; the bounds it shows are within 5% of the computed ones."""
@@ -257,9 +260,11 @@ async def test_bounds_that_moved_within_the_tolerance_are_not_written() -> None:
         await h.run_for(86400, 3600)
         rv = h.vpa("steady")["metadata"]["resourceVersion"]
         shown = written(h.vpa("steady"))
+        skipped = h.metric(SKIPPED)
         await h.cluster.advance(STEP_S)
         report = await h.loop()
         assert (report.status_writes, report.status_writes_skipped, report.target_changes) == (0, 1, 0)
+        assert h.metric(SKIPPED) == skipped + 1
         assert h.vpa("steady")["metadata"]["resourceVersion"] == rv
         now = targets_and_bounds(h.rec.core.recommend("default", "steady"))
         before = targets_and_bounds(shown)
