@@ -1078,12 +1078,15 @@ class Recommender:
                 label = (mode.value if mode is not None else "", str(has_recommendation).lower(),
                          str(pods_matched).lower(), str(tracked.resolution.unsupported is not None).lower())
                 counts[label] = counts.get(label, 0) + 1
-                # Written only when it differs from the cached object's status, and not again while the
-                # cache has not caught up with our own previous write.
-                if not worth_writing(old, status, self.settings.bounds_write_tolerance):
-                    if status != old:
-                        report.status_writes_skipped += 1
-                        self.metrics.status_writes_skipped.inc()
+                # Written only when it differs from the cached object's status (beyond bounds within
+                # --bounds-write-tolerance), and not again while the cache has not caught up with our own
+                # previous write. One comparison per VPA with the default tolerance of 0, as before it.
+                tolerance = self.settings.bounds_write_tolerance
+                if status == old:
+                    pass
+                elif tolerance > 0 and not worth_writing(old, status, tolerance):
+                    report.status_writes_skipped += 1
+                    self.metrics.status_writes_skipped.inc()
                 elif self._written.get(key) != (view.resource_version, status):
                     self._written[key] = (view.resource_version, status)
                     targets = _targets(recommendation)
