@@ -65,13 +65,16 @@ def _rss_mib(pid: int) -> float:
 _TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
 
 
-def _stat_fields(pid: int) -> list[str] | None:
-    """`/proc/PID/stat` after the command name (field 3 on), or None once the process is gone."""
+def _stat(pid: int) -> tuple[str, list[str]] | None:
+    """`/proc/PID/stat` as the command name and the fields after it (field 3 on), or None once the process
+    is gone."""
     try:
         with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
+            text = stat.read()
+    except OSError:
         return None
+    name, _, rest = text[text.index("(") + 1:].rpartition(")")
+    return name, rest.split()
 
 
 def _descendants(root: int) -> dict[int, str]:
@@ -79,15 +82,9 @@ def _descendants(root: int) -> dict[int, str]:
     parents: dict[int, int] = {}
     names: dict[int, str] = {}
     for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as stat:
-                text = stat.read()
-        except OSError:
-            continue
-        names[int(entry)] = text[text.index("(") + 1:text.rindex(")")]
-        parents[int(entry)] = int(text.rsplit(")", 1)[1].split()[1])
+        stat = _stat(int(entry)) if entry.isdigit() else None
+        if stat is not None:
+            names[int(entry)], parents[int(entry)] = stat[0], int(stat[1][1])
     found = {root: names.get(root, "?")}
     grew = True
     while grew:
@@ -103,8 +100,9 @@ def cpu_seconds(pids: dict[int, str]) -> dict[str, float]:
     """CPU time (user + system) used so far by each process of `pids`, summed by command name."""
     used: dict[str, float] = {}
     for pid, name in pids.items():
-        fields = _stat_fields(pid)
-        if fields is not None:
+        stat = _stat(pid)
+        if stat is not None:
+            fields = stat[1]
             used[name] = used.get(name, 0.0) + (int(fields[11]) + int(fields[12])) * _TICK_S
     return used
 

@@ -36,6 +36,7 @@ class WritingBack(recommender_loop.Sink):
     def __init__(self) -> None:
         super().__init__()
         self.versions = 0
+        self._index: dict[tuple[str, str], int] = {}
 
     async def write(self, *args: Any) -> None:
         await super().write(*args)
@@ -43,12 +44,12 @@ class WritingBack(recommender_loop.Sink):
             return
         namespace, name, status = args
         assert isinstance(status, VpaStatus)
-        for index, view in enumerate(self.vpas.items):
-            if view.namespace == namespace and view.name == name:
-                self.versions += 1
-                self.vpas.items[index] = dataclasses.replace(view, status=status,
-                                                             resource_version=str(self.versions))
-                return
+        items = self.vpas.items
+        if len(self._index) != len(items):  # built once: `build` sets the views after this sink exists
+            self._index = {(view.namespace, view.name): i for i, view in enumerate(items)}
+        index = self._index[(namespace, name)]
+        self.versions += 1
+        items[index] = dataclasses.replace(items[index], status=status, resource_version=str(self.versions))
 
 
 def _bound_gap(shown: Recommendation | None, computed: Recommendation) -> float:
