@@ -1,6 +1,7 @@
 """`benchmarks.control_plane` finds every process below the simulator (the control plane's binaries are its
 children), reads the CPU time each used from the kernel, summed by command name, and reports what each
-spent between two readings against what the machine's CPUs could give."""
+spent between two readings against what the machine's CPUs could give; and the predicates its watches
+count objects by."""
 
 from __future__ import annotations
 
@@ -8,8 +9,18 @@ import os
 import subprocess
 import sys
 import time
+from typing import Any
 
-from benchmarks.control_plane import _descendants, cpu_row, cpu_seconds
+import pytest
+
+from benchmarks.control_plane import (
+    _descendants,
+    cpu_row,
+    cpu_seconds,
+    is_available,
+    is_recommended,
+    is_running,
+)
 
 
 def test_a_process_and_its_children_are_found_with_their_names() -> None:
@@ -42,3 +53,35 @@ def test_the_row_gives_each_process_its_share_largest_first_and_the_machines_cap
     capacity = 86 * (os.cpu_count() or 1)
     assert row == (f"kube-apiserver 102 s; vpa run 24 s; kube-scheduler 3 s "
                    f"(of {capacity} CPU-seconds in 86 s)")
+
+
+def test_a_quiet_window_says_so() -> None:
+    row = cpu_row({"etcd": 1.0}, {"etcd": 1.2, "vpa sim": 0.1}, 20.0)
+    assert row.startswith("each under 0.5 s (of ")
+
+
+@pytest.mark.parametrize(("deployment", "available"), [
+    ({"metadata": {"generation": 1}, "spec": {"replicas": 5},
+      "status": {"observedGeneration": 1, "availableReplicas": 5}}, True),
+    ({"metadata": {"generation": 1}, "spec": {"replicas": 5},
+      "status": {"observedGeneration": 1, "availableReplicas": 4}}, False),
+    ({"metadata": {"generation": 2}, "spec": {"replicas": 5},
+      "status": {"observedGeneration": 1, "availableReplicas": 5}}, False),  # the status is of an older spec
+    ({"metadata": {"generation": 1}, "spec": {}, "status": {"observedGeneration": 1, "availableReplicas": 1}},
+     True),  # replicas defaults to 1
+    ({"metadata": {"generation": 1}, "spec": {"replicas": 1}}, False),  # no status yet
+])  # fmt: skip
+def test_a_deployment_is_available_when_every_replica_of_its_current_spec_is(
+        deployment: dict[str, Any], available: bool) -> None:
+    assert is_available(deployment) is available
+
+
+def test_running_pods_and_recommended_vpas() -> None:
+    assert is_running({"status": {"phase": "Running"}})
+    assert not is_running({"status": {"phase": "Pending"}})
+    assert not is_running({})
+    rec = {"containerName": "app", "target": {"cpu": "25m"}}
+    assert is_recommended({"status": {"recommendation": {"containerRecommendations": [rec]}}})
+    assert not is_recommended({"status": {"recommendation": {"containerRecommendations": []}}})
+    assert not is_recommended({"status": {"conditions": []}})
+    assert not is_recommended({})
