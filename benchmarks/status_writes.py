@@ -92,7 +92,7 @@ async def one(vpas: int, days: float, loops: int, tolerance: float) -> tuple[lis
 async def run(vpas: int, days: float, loops: int, tolerances: list[float]) -> int:
     print(f"status_writes: {vpas} VPAs × 1 container, {days:g} days of history at one sample a minute, "
           f"{loops} loops a minute apart per tolerance")
-    print("  leaves out: the API (counts only; a write is one status PATCH, about 10 ms of kube-apiserver "
+    print("  leaves out: the API (counts only; a write is one status PATCH, about 2 ms of kube-apiserver "
           "CPU on the real control plane)")
     print(f"{'tolerance':>10}{'writes/loop':>13}{'min':>6}{'max':>6}{'targets changed':>17}"
           f"{'largest bound gap':>19}")
