@@ -18,9 +18,8 @@ one loop (`rest_client_requests_total` between two loops); the CPU time each pro
 windows (`vpa run`, `vpa sim` and, on the real control plane, etcd, kube-apiserver, the controller manager
 and the scheduler: they share the machine's CPUs; and the benchmark's own); `vpa run` RSS. The benchmark
 follows pods, Deployments and VPAs with a watch each (`Tally`), not by polling LISTs, which took CPU from
-the processes measured. Everything goes over real HTTPS through
-the production client; the admission webhook is left out (no Service maps to it here). `--run-flag`
-(repeated) passes a flag to `vpa run`.
+the processes measured. Everything goes over real HTTPS through the production client; the admission
+webhook is left out (no Service maps to it here). `--run-flag` (repeated) passes a flag to `vpa run`.
 
     python -m benchmarks.control_plane [--backend both] [--nodes 500] [--deployments 1000] [--replicas 5]
                                        [--skip-scale] [--cold] [--writes 2000]
@@ -440,8 +439,8 @@ class Tally:
 
 async def _settle(processes: dict[int, str], proc: asyncio.subprocess.Process, log: Path) -> None:
     """Wait until `processes` together use under `QUIET_CPU` of a CPU over `QUIET_WINDOW_S` (on the real
-    control plane, the controller manager writes Deployments' statuses and events for minutes after every pod
-    runs at 10,000 Deployments: what `vpa run` would otherwise compete with)."""
+    control plane, the controller manager went on writing Deployments' statuses and events for about a
+    minute after every pod ran at 10,000 Deployments: what `vpa run` would otherwise compete with)."""
     async def quiet() -> bool:
         before, started = cpu_seconds(processes), time.monotonic()
         await asyncio.sleep(QUIET_WINDOW_S)
