@@ -50,6 +50,10 @@ import aiohttp
 import orjson
 import yaml
 
+from vpa.kube.client import ClientOptions, KubeClient
+from vpa.kube.watching import WatchCache
+from vpa.model.clock import RealClock
+
 REPO = Path(__file__).resolve().parent.parent
 BUILD = REPO / "hack" / "cluster" / "build.sh"
 
@@ -158,18 +162,25 @@ async def start_to_ready() -> list[tuple[str, str]]:
 
 
 def _status(i: int, change: int) -> dict[str, Any]:
-    """A one-container VPA status as the recommender writes it; `change` moves its target and bounds."""
-    def amounts(cpu_m: int, memory: int) -> dict[str, str]:
-        return {"cpu": f"{cpu_m}m", "memory": str(memory)}
+    """The body of the recommender's status write for a one-container VPA, built as `VpaStatusWriter` builds
+    it; `change` moves its target and bounds."""
+    from vpa.kube.converting import vpa_status_to_dict
+    from vpa.model.resources import Resources
+    from vpa.model.vpa import (
+        Condition,
+        ConditionType,
+        Recommendation,
+        RecommendedContainerResources,
+        VpaStatus,
+    )
 
-    rec = {"containerName": "app", "target": amounts(25 + change, 262144000 + change * 1000 + i),
-           "lowerBound": amounts(25, 262144000), "upperBound": amounts(1000 + change, 900000000 + i),
-           "uncappedTarget": amounts(25 + change, 262144000 + change * 1000 + i)}  # fmt: skip
-    return {"status": {
-        "recommendation": {"containerRecommendations": [rec]},
-        "conditions": [{"type": "RecommendationProvided", "status": "True",
-                        "lastTransitionTime": "2026-01-01T00:00:00Z"}],
-    }}  # fmt: skip
+    target = Resources(25 + change, 262144000 + change * 1000 + i)
+    rec = RecommendedContainerResources("app", target, lower_bound=Resources(25, 262144000),
+                                        upper_bound=Resources(1000 + change, 900000000 + i),
+                                        uncapped_target=target)  # fmt: skip
+    status = VpaStatus(Recommendation((rec,)),
+                       (Condition(ConditionType.RECOMMENDATION_PROVIDED, "True", 1_767_225_600.0),))
+    return {"status": vpa_status_to_dict(status)}
 
 
 async def status_write_cost(writes: int) -> list[tuple[str, str]]:
@@ -309,8 +320,9 @@ def is_recommended(vpa: dict[str, Any]) -> bool:
 
 
 class Tally:
-    """How many objects of one collection meet a predicate, kept current from one paged LIST and then a
-    WATCH: the benchmark's own view of the cluster, at the cost of one more watcher.
+    """How many objects of one collection meet a predicate, kept by the project's own informer (`WatchCache`:
+    a paged LIST, then a WATCH, listed again after a 410) over the production client: the benchmark's own
+    view of the cluster, at the cost of one more watcher.
 
     Why not poll: a paged LIST of 10,000 VPAs with recommendations costs kube-apiserver about 0.6
     CPU-seconds (0.7 s here from request to parsed), and polling one a second while `vpa run` worked took
@@ -320,107 +332,51 @@ class Tally:
     event per change.
     """
 
-    def __init__(self, kube: Kube, path: str, meets: Callable[[dict[str, Any]], bool]) -> None:
-        self._kube = kube
+    def __init__(self, kubeconfig: Path, path: str, meets: Callable[[dict[str, Any]], bool]) -> None:
+        self._kubeconfig = kubeconfig
         self._path = path
         self._meets = meets
-        self._met: set[str] = set()
-        self._changed = asyncio.Event()
-        self._version = ""
+        self._client: KubeClient | None = None
         self._task: asyncio.Task[None] | None = None
+        self._changed = asyncio.Event()
         self._want: int | None = None
+        self.count = 0
+        """Objects in the cache that meet the predicate."""
         self.reached: float | None = None
         """When (`time.monotonic()`) the count first reached what `until()` or `expect()` asked for."""
 
-    @property
-    def count(self) -> int:
-        return len(self._met)
-
-    def _see(self, obj: dict[str, Any], deleted: bool = False) -> None:
-        meta = obj.get("metadata") or {}
-        key = f"{meta.get('namespace')}/{meta.get('name')}"
-        if not deleted and self._meets(obj):
-            self._met.add(key)
-        else:
-            self._met.discard(key)
-        self._version = meta.get("resourceVersion") or self._version
-        if self._want is not None and self.reached is None and len(self._met) >= self._want:
-            self.reached = time.monotonic()
-        self._changed.set()
+    def _move(self, by: int) -> None:
+        if by:
+            self.count += by
+            if self._want is not None and self.reached is None and self.count >= self._want:
+                self.reached = time.monotonic()
+            self._changed.set()
 
     def expect(self, want: int) -> None:
         """Note when the count first reaches `want` (`reached`), from the event that made it so."""
         self._want, self.reached = want, None
-        if len(self._met) >= want:
+        if self.count >= want:
             self.reached = time.monotonic()
 
-    async def _list(self) -> None:
-        self._met.clear()
-        cont = ""
-        while True:
-            sep = "&" if "?" in self._path else "?"
-            status, page = await self._kube.call(
-                "GET", f"{self._path}{sep}limit=500" + (f"&continue={cont}" if cont else ""))
-            if status == 410:  # the continue token expired: from the start
-                self._met.clear()
-                cont = ""
-                continue
-            if status != 200:
-                raise RuntimeError(f"LIST {self._path}: {status} {page}")
-            for obj in page["items"]:
-                self._see(obj)
-            cont = page["metadata"].get("continue") or ""
-            if not cont:
-                self._version = page["metadata"]["resourceVersion"]
-                return
-
     async def start(self) -> None:
-        await self._list()
-        self._task = asyncio.ensure_future(self._watch())
-
-    async def _watch(self) -> None:
-        sep = "&" if "?" in self._path else "?"
-        no_limit = aiohttp.ClientTimeout(total=None, sock_read=None)
-        while True:
-            url = (f"{self._path}{sep}watch=1&allowWatchBookmarks=true&timeoutSeconds=240"
-                   f"&resourceVersion={self._version}")
-            gone = False
-            async with self._kube.session.get(url, timeout=no_limit) as resp:
-                if resp.status == 410:
-                    gone = True
-                elif resp.status != 200:
-                    await asyncio.sleep(1)
-                    continue
-                pending = b""
-                async for chunk in resp.content.iter_any():
-                    lines = (pending + chunk).split(b"\n")
-                    pending = lines.pop()
-                    for line in lines:
-                        if not line.strip():
-                            continue
-                        event = orjson.loads(line)
-                        kind, obj = event.get("type"), event.get("object") or {}
-                        if kind == "ERROR":
-                            gone = gone or obj.get("code") == 410
-                            continue
-                        if kind == "BOOKMARK":
-                            meta = obj.get("metadata") or {}
-                            self._version = meta.get("resourceVersion") or self._version
-                        else:
-                            self._see(obj, deleted=kind == "DELETED")
-            if gone:  # the version fell out of the server's window: start over
-                await self._list()
+        """Build the client and the cache, and return once the cache holds its first LIST."""
+        clock = RealClock()
+        self._client = await KubeClient.from_config(
+            clock, ClientOptions(qps=0, user_agent="vpa-benchmark"), kubeconfig=str(self._kubeconfig))
+        cache: WatchCache[bool] = WatchCache(self._client, clock, self._path, self._meets, name="tally")
+        cache.on_add(lambda met: self._move(int(met)))
+        cache.on_update(lambda was, met: self._move(int(met) - int(was)))
+        cache.on_delete(lambda met: self._move(-int(met)))
+        self._task = asyncio.ensure_future(cache.run())
+        await cache.wait_synced()
 
     async def until(self, want: int, what: str, proc: asyncio.subprocess.Process, log: Path,
                     limit_s: float) -> None:
         """Wait until at least `want` objects meet the predicate; fail if `proc` exits or `limit_s`
-        passes (or the watch failed)."""
+        passes."""
         deadline = time.monotonic() + limit_s
         self.expect(want)
         while self.count < want:
-            if self._task is not None and self._task.done():
-                self._task.result()  # raises what stopped the watch
-                raise RuntimeError(f"the watch of {self._path} ended")
             if proc.returncode is not None:
                 tail = await asyncio.to_thread(log.read_text)
                 raise RuntimeError(f"waiting for {what}, the process exited: {tail[-2000:]}")
@@ -435,6 +391,9 @@ class Tally:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
 
 
 async def _settle(processes: dict[int, str], proc: asyncio.subprocess.Process, log: Path) -> None:
@@ -528,7 +487,7 @@ async def scale_run(backend: str, nodes: int, deployments: int, replicas: int,
             await kube.call("POST", "/api/v1/namespaces", {"metadata": {"name": ns}})
         await asyncio.sleep(2)  # each namespace's default ServiceAccount
         k = kube
-        running = Tally(k, PODS, is_running)
+        running = Tally(kubeconfig, PODS, is_running)
         tallies.append(running)
         await running.start()
         await _gather_bounded([
@@ -541,7 +500,7 @@ async def scale_run(backend: str, nodes: int, deployments: int, replicas: int,
         await running.until(want, f"{want} running pods", sim, work / "sim.log", 1800)
         rows.append((f"{backend}: {want} pods on {nodes} nodes running", f"{time.monotonic() - start:.0f} s"))
         await running.close()
-        available = Tally(k, DEPLOYMENTS, is_available)
+        available = Tally(kubeconfig, DEPLOYMENTS, is_available)
         tallies.append(available)
         await available.start()
         await available.until(deployments, "every Deployment available", sim, work / "sim.log", 1800)
@@ -551,7 +510,7 @@ async def scale_run(backend: str, nodes: int, deployments: int, replicas: int,
         await _settle(processes, sim, work / "sim.log")
         rows.append((f"{backend}: ... every Deployment available and the cluster quiet",
                      f"{time.monotonic() - start:.0f} s"))
-        recommended = Tally(k, VPAS, is_recommended)
+        recommended = Tally(kubeconfig, VPAS, is_recommended)
         tallies.append(recommended)
         await recommended.start()
         # The cluster's own background (nodes' heartbeats, controllers) before vpa run adds to it.

@@ -325,7 +325,7 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
         for ns in range(min(NAMESPACES, deployments)):
             await k.call("POST", "/api/v1/namespaces", {"metadata": {"name": f"bench-{ns}"}})
         await asyncio.sleep(2)  # each namespace's default ServiceAccount
-        running = Tally(k, PODS, is_running)
+        running = Tally(kubeconfig, PODS, is_running)
         tallies.append(running)
         await running.start()
         await _gather_bounded([
@@ -345,7 +345,7 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
         await asyncio.sleep(20)  # at least one metrics.k8s.io window for every pod
         _, sample_pods = await k.call("GET", "/api/v1/namespaces/bench-1/pods?limit=1")
         review = _review(sample_pods["items"][0])
-        recommended = Tally(k, VPAS, is_recommended)
+        recommended = Tally(kubeconfig, VPAS, is_recommended)
         tallies.append(recommended)
         await recommended.start()
         recommended.expect(deployments)

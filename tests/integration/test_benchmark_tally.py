@@ -1,5 +1,5 @@
-"""The benchmarks' `Tally` against `vpa sim` over HTTPS: a count of VPAs with a recommendation kept from one
-LIST and a WATCH, which follows changes and deletions, stamps when it first reached what it was asked for,
+"""The benchmarks' `Tally` against `vpa sim` over HTTPS: a count of VPAs with a recommendation kept by the
+project's informer, which follows changes and deletions, stamps when it first reached what it was asked for,
 starts over after its watch's version was compacted away, and gives up when the watched process exits."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from benchmarks.control_plane import VPAS, Kube, Tally, _vpa, is_recommended
+from benchmarks.control_plane import VPAS, Tally, _vpa, is_recommended
 from tests.integration.sim.helpers import tls_session
 from vpa.sim import SimCluster
 
@@ -56,8 +56,7 @@ async def test_the_count_follows_recommendations_deletions_and_a_compacted_watch
             async with http.post(NS, json=_vpa(i)) as resp:
                 assert resp.status == 201
         await _recommend(http, 0)
-        kube = Kube(cluster.kubeconfig_path)
-        tally = Tally(kube, VPAS, is_recommended)
+        tally = Tally(cluster.kubeconfig_path, VPAS, is_recommended)
         try:
             await tally.start()
             assert tally.count == 1  # from the LIST
@@ -88,12 +87,10 @@ async def test_the_count_follows_recommendations_deletions_and_a_compacted_watch
                 assert [f["hits"] for f in (await resp.json())["faults"]] == [1]
         finally:
             await tally.close()
-            await kube.close()
 
 
 async def test_waiting_stops_when_the_watched_process_exits(cluster: SimCluster, tmp_path: Path) -> None:
-    kube = Kube(cluster.kubeconfig_path)
-    tally = Tally(kube, VPAS, is_recommended)
+    tally = Tally(cluster.kubeconfig_path, VPAS, is_recommended)
     proc = await asyncio.create_subprocess_exec(sys.executable, "-c", "print('gone for good')",
                                                 stdout=asyncio.subprocess.DEVNULL)  # fmt: skip
     await proc.wait()
@@ -106,4 +103,3 @@ async def test_waiting_stops_when_the_watched_process_exits(cluster: SimCluster,
         assert tally.count == 0
     finally:
         await tally.close()
-        await kube.close()
