@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import sys
 import tempfile
 import time
@@ -29,8 +30,7 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
-import structlog
-
+from benchmarks import quiet_logs
 from tests.integration.faults.hostile_admissions import hostile_admissions_scenario
 from tests.integration.faults.inplace import inplace_scenario
 from tests.integration.faults.leaders import leader_failover_scenario
@@ -147,9 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.faults", description=__doc__.splitlines()[0])
     p.add_argument("--only", default=",".join(SCENARIOS), help="comma-separated: " + ", ".join(SCENARIOS))
     args = p.parse_args(argv)
-    structlog.configure(
-        wrapper_class=structlog.make_filtering_bound_logger(40), cache_logger_on_first_use=True
-    )
+    quiet_logs(logging.ERROR)
     ok = True
     for name in args.only.split(","):
         started = time.monotonic()

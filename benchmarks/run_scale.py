@@ -62,22 +62,31 @@ from urllib.parse import urlsplit
 import aiohttp
 import orjson
 
+from benchmarks import quiet_logs
 from benchmarks.control_plane import (
+    DEPLOYMENTS,
+    IDLE_S,
     LOOP_SECONDS,
     LOOPS,
     PODS,
+    QUIET_WINDOW_S,
     TOTAL,
     VPAS,
     Kube,
     Tally,
     _deployment,
+    _descendants,
     _free_port,
     _gather_bounded,
     _metric,
+    _settle,
     _spawn,
     _stop,
     _until,
     _vpa,
+    cpu_row,
+    cpu_seconds,
+    is_available,
     is_recommended,
     is_running,
 )
@@ -94,6 +103,10 @@ TARGET_P99_MS = 10.0
 TARGET_MAX_MS = 20.0
 TARGET_RSS_MIB = 400.0
 NAMESPACES = 10
+STEADY_CPU = 0.05
+"""The simulator is quiet once its CPU use over a window (`control_plane.QUIET_WINDOW_S`) changes by less than
+this much from the window before (or is under `control_plane.QUIET_CPU`): at 50,000 pods its node agent and
+heartbeats keep a steady background of their own."""
 
 
 def _proc_status_mib(pid: int, field: str) -> float:
@@ -195,6 +208,7 @@ def _probe_process(port: int, body: bytes, stop: Any, conn: Any, warm_url: str) 
 
     ctx = probe_context()
     warm_client(ctx, warm_url, body)
+    cpu_started = time.process_time()
     samples: list[float] = []
     errors = 0
     first_connect = 0.0
@@ -222,7 +236,7 @@ def _probe_process(port: int, body: bytes, stop: Any, conn: Any, warm_url: str) 
             errors += 1
             time.sleep(0.05)
         time.sleep(0.002)  # about 300 reviews/s at most: a steady trickle, not a load test
-    conn.send((samples, errors, first_connect))
+    conn.send((samples, errors, first_connect, time.process_time() - cpu_started))
 
 
 class WebhookProbe:
@@ -247,12 +261,13 @@ class WebhookProbe:
         self._proc.start()
 
     async def finish(self) -> dict[str, float]:
-        """Stop the probe; its latency percentiles (`_percentiles`)."""
+        """Stop the probe; its latency percentiles (`_percentiles`) and `cpu`, the CPU-seconds the probe
+        used from its first review on."""
         self._stop.set()
-        samples, errors, first_connect = await asyncio.to_thread(self._conn.recv)
+        samples, errors, first_connect, cpu_s = await asyncio.to_thread(self._conn.recv)
         await asyncio.to_thread(self._proc.join, 10)
         self.errors += errors
-        return _percentiles(list(samples), first_connect)
+        return {**_percentiles(list(samples), first_connect), "cpu": cpu_s}
 
     async def close(self) -> None:
         if self._proc is not None and self._proc.is_alive():
@@ -342,7 +357,23 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
         rows.append(("cluster", f"{want_pods:,} pods", f"{deployments:,} Deployments × {replicas}, "
                      f"{deployments:,} VPAs, {nodes} nodes; all Running {time.monotonic() - start:.0f} s "
                      "after the first create"))  # fmt: skip
-        await asyncio.sleep(20)  # at least one metrics.k8s.io window for every pod
+        # vpa run starts once the simulator is done with what the set-up gave it: a cluster's API server
+        # would not be on vpa run's CPUs, this one is.
+        available = Tally(kubeconfig, DEPLOYMENTS, is_available)
+        tallies.append(available)
+        await available.start()
+        await available.until(deployments, "every Deployment available", sim, work / "sim.log", 1800)
+        await available.close()
+        processes = {**_descendants(sim.pid), os.getpid(): "benchmark"}
+        processes[sim.pid] = "vpa sim"
+        settled = await _settle(processes, sim, work / "sim.log", steady_cpu=STEADY_CPU)
+        rows.append(("... every Deployment available and the cluster quiet",
+                     f"{time.monotonic() - start:.0f} s",
+                     f"after the first create; {settled:.2f} CPUs used in the last {QUIET_WINDOW_S:.0f} s"))
+        idle, idle_started = cpu_seconds(processes), time.monotonic()
+        await asyncio.sleep(IDLE_S)  # also at least one metrics.k8s.io window for every pod
+        rows.append((f"CPU used in the {IDLE_S:.0f} s before vpa run starts", "by process",
+                     cpu_row(idle, cpu_seconds(processes), time.monotonic() - idle_started)))
         _, sample_pods = await k.call("GET", "/api/v1/namespaces/bench-1/pods?limit=1")
         review = _review(sample_pods["items"][0])
         recommended = Tally(kubeconfig, VPAS, is_recommended)
@@ -357,6 +388,8 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
             work / "vpa-run.log",
         )  # fmt: skip
         started = time.monotonic()
+        processes[run_proc.pid] = "vpa run"
+        cpu_start = cpu_seconds(processes)
         steal = {"start": _steal_now()}  # the machine's hypervisor steal (all CPUs), at each window's edge
         plain = aiohttp.ClientSession()
         text: dict[str, str] = {"t": ""}
@@ -402,6 +435,8 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
                              work / "vpa-run.log", 600)  # fmt: skip
                 first_loop_s = time.monotonic() - started
             during_first = await probe.finish()
+            cpu_first = _cpu_window(cpu_start, cpu_seconds(processes), time.monotonic() - started,
+                                    during_first)
             metrics_text = await scrape()
             lag_first = _lag_window(at_ready, metrics_text)
             yields_first = _giving_way(at_ready, metrics_text)
@@ -429,6 +464,7 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
                     ("webhook during the first loop (c=1)", f"p99 {during_first['p99']:.1f} ms",
                      _webhook_detail(during_first)),
                     ("vpa run peak RSS so far", f"{rss_first:.0f} MiB", ""),
+                    ("CPU used from start to the first loop's end", "by process", cpu_first),
                     *_steal_rows(steal, first_loop_s, None),
                 ]  # fmt: skip
                 return rows, rec_ok
@@ -473,6 +509,7 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
                 await k.call("POST", "/sim/v1/faults/compact", {})
                 await k.call("POST", "/sim/v1/faults/drop-watches", {})
 
+            cpu_relist_start = cpu_seconds(processes)
             await force_relist()
             relist_started = time.monotonic()
             steal["relist"] = _steal_now()
@@ -499,6 +536,8 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
             relist_s = time.monotonic() - relist_started
             steal["relist end"] = _steal_now()
             during_relist = await probe.finish()
+            cpu_relist = _cpu_window(cpu_relist_start, cpu_seconds(processes),
+                                     time.monotonic() - relist_started, during_relist)
             stall_relist = _metric(await scrape(), "vpa_event_loop_lag_max_seconds") * 1000
             lag_relist = _lag_window(before_relist, text["t"])
             yields_relist = _giving_way(before_relist, text["t"])
@@ -527,6 +566,7 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
              f"p99 {during_first['p99']:.1f} ms",
              _webhook_detail(during_first)),
             ("main thread gave way to the webhook", "first loop", yields_first),
+            ("CPU used from start to the first loop's end", "by process", cpu_first),
             ("steady loop", f"{loop_s:.1f} s", f"UpdateVPAs {statuses:.1f} s; interval 60 s"),
             ("API requests per steady loop (whole process)", f"{sum(per_verb.values()):.0f}",
              ", ".join(f"{v} {n:.0f}" for v, n in per_verb.items() if n)),
@@ -539,6 +579,7 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
              f"p99 {during_relist['p99']:.1f} ms",
              _webhook_detail(during_relist)),
             ("main thread gave way to the webhook", "relist", yields_relist),
+            ("CPU used during the relist", "by process", cpu_relist),
             ("vpa run RSS", f"{rss_now:.0f} MiB", f"ready {rss_ready:.0f}, peak to the first loop's end "
              f"{rss_first:.0f}, peak {rss_peak:.0f} MiB; "
              f"≤ {TARGET_RSS_MIB:.0f} MiB"),
@@ -588,6 +629,13 @@ async def _save_stalls(session: aiohttp.ClientSession, port: int, out: Path, whe
     with out.open("a") as file:
         file.write(f"=== {when}\n{report}\n")
     return _longest_stall_ms(report)
+
+
+def _cpu_window(before: dict[str, float], after: dict[str, float], wall_s: float,
+                probe: Mapping[str, float]) -> str:
+    """The CPU each process used in a window (`cpu_row`: vpa run, vpa sim, this benchmark's own process with
+    its watches), and the webhook probe's, which it counts itself (it is a fresh process each window)."""
+    return f"{cpu_row(before, after, wall_s)}; the webhook probe {probe.get('cpu', 0.0):.1f} s"
 
 
 def _timed_rows(timed: dict[str, float | None]) -> list[tuple[str, str, str]]:
@@ -656,6 +704,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="vpa run's --event-loop-lag-interval: 1ms (the default here) times every stall to "
                         "the millisecond; vpa run's own default, 100ms, samples")
     args = p.parse_args(argv)
+    quiet_logs()
     with open("/proc/loadavg") as loadavg:
         load_before = loadavg.read().split()[:3]
     stalls_out = args.stalls.resolve() if args.stalls is not None else None

@@ -28,9 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import structlog
-
-from benchmarks import recommender_loop, webhook_throughput
+from benchmarks import quiet_logs, recommender_loop, webhook_throughput
 
 TARGET_P99_MS = 20.0
 _PERCENTILE = re.compile(r"^\s*(50|99)%\s+([\d.]+)(us|ms|s)\s*$", re.M)
@@ -52,9 +50,7 @@ def _latencies(text: str) -> dict[str, float]:
 
 
 async def _run(vpas: int, duration_s: float) -> int:
-    structlog.configure(
-        wrapper_class=structlog.make_filtering_bound_logger(30), cache_logger_on_first_use=True
-    )
+    quiet_logs()
     body = webhook_throughput._review()
     with tempfile.TemporaryDirectory(prefix="vpa-bench-") as tmp:
         directory = Path(tmp)

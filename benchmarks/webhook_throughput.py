@@ -38,9 +38,9 @@ from typing import Any
 
 import aiohttp
 import orjson
-import structlog
 from aiohttp import web
 
+from benchmarks import quiet_logs
 from tests.builders import make_pod, make_recommendation, make_vpa, rfc3339, uid_for
 from vpa.app.runtime import ComponentSpec, Runtime
 from vpa.components.context import ComponentContext
@@ -308,10 +308,7 @@ async def _wrk(port: int, connections: int, duration_s: float, script: Path) -> 
 
 
 async def _run(duration_s: float, profile: bool = False) -> int:
-    # Warnings and up only, loggers cached on first use (as `vpa.app.logs.configure` does).
-    structlog.configure(
-        wrapper_class=structlog.make_filtering_bound_logger(30), cache_logger_on_first_use=True
-    )
+    quiet_logs()
     body = _review()
     with tempfile.TemporaryDirectory(prefix="vpa-bench-") as tmp:
         directory = Path(tmp)

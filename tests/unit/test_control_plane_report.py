@@ -18,6 +18,7 @@ from benchmarks.control_plane import (
     cpu_row,
     cpu_seconds,
     is_available,
+    is_quiet,
     is_recommended,
     is_running,
 )
@@ -85,3 +86,17 @@ def test_running_pods_and_recommended_vpas() -> None:
     assert not is_recommended({"status": {"recommendation": {"containerRecommendations": []}}})
     assert not is_recommended({"status": {"conditions": []}})
     assert not is_recommended({})
+
+
+@pytest.mark.parametrize(("used", "previous", "steady", "quiet"), [
+    (0.29, None, None, True),  # under QUIET_CPU: quiet, whatever came before
+    (0.31, None, None, False),
+    (0.31, 0.31, None, False),  # without a steadiness bound only the floor counts
+    (0.90, None, 0.05, False),  # the first window has nothing to compare with
+    (0.90, 0.93, 0.05, True),  # a background that stopped changing
+    (0.90, 1.40, 0.05, False),  # still falling: a backlog draining
+    (0.90, 0.60, 0.05, False),  # rising
+], ids=["under-floor", "over-floor", "floor-only", "first-window", "steady", "falling", "rising"])  # fmt: skip
+def test_a_window_is_quiet_under_the_floor_or_once_its_cpu_stops_changing(
+        used: float, previous: float | None, steady: float | None, quiet: bool) -> None:
+    assert is_quiet(used, previous, steady) is quiet

@@ -12,6 +12,7 @@ import threading
 import pytest
 
 from benchmarks.run_scale import (
+    _cpu_window,
     _lag_window,
     _longest_stall_ms,
     _percentiles,
@@ -135,3 +136,10 @@ def test_a_warm_up_without_a_server_is_skipped() -> None:
         free.bind(("127.0.0.1", 0))
         port = free.getsockname()[1]
     assert warm_client(probe_context(), f"https://127.0.0.1:{port}", b"{}") == 0
+
+
+def test_a_windows_cpu_row_adds_the_probes_own_count() -> None:
+    row = _cpu_window({"vpa run": 1.0, "vpa sim": 2.0}, {"vpa run": 25.0, "vpa sim": 9.5, "benchmark": 1.2},
+                      30.0, {"p99": 3.0, "cpu": 4.25})
+    assert row.startswith("vpa run 24 s; vpa sim 8 s; benchmark 1 s (of ")
+    assert row.endswith("; the webhook probe 4.2 s")
