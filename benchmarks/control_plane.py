@@ -426,6 +426,23 @@ async def _settle(processes: dict[int, str], proc: asyncio.subprocess.Process, l
     return windows[-1]
 
 
+async def settle_cluster(
+    kubeconfig: Path, deployments: int, sim: asyncio.subprocess.Process, log: Path, tallies: list[Tally],
+    steady_cpu: float | None = None,
+) -> tuple[dict[int, str], float]:
+    """Wait until every Deployment is available (a `Tally`, added to `tallies` so that a failure closes it)
+    and the simulator, the processes below it (the real control plane's) and this benchmark are quiet
+    (`_settle`); those processes by PID with their names, and the CPUs they used in the last window."""
+    available = Tally(kubeconfig, DEPLOYMENTS, is_available)
+    tallies.append(available)
+    await available.start()
+    await available.until(deployments, "every Deployment available", sim, log, 1800)
+    await available.close()
+    processes = {**_descendants(sim.pid), os.getpid(): "benchmark"}
+    processes[sim.pid] = "vpa sim"
+    return processes, await _settle(processes, sim, log, steady_cpu)
+
+
 QUIET_CPU: Final = 0.3
 QUIET_WINDOW_S: Final = 5.0
 IDLE_S: Final = 20.0
@@ -517,14 +534,7 @@ async def scale_run(backend: str, nodes: int, deployments: int, replicas: int,
         await running.until(want, f"{want} running pods", sim, work / "sim.log", 1800)
         rows.append((f"{backend}: {want} pods on {nodes} nodes running", f"{time.monotonic() - start:.0f} s"))
         await running.close()
-        available = Tally(kubeconfig, DEPLOYMENTS, is_available)
-        tallies.append(available)
-        await available.start()
-        await available.until(deployments, "every Deployment available", sim, work / "sim.log", 1800)
-        await available.close()
-        processes = {**_descendants(sim.pid), os.getpid(): "benchmark"}
-        processes[sim.pid] = "vpa sim"
-        await _settle(processes, sim, work / "sim.log")
+        processes, _ = await settle_cluster(kubeconfig, deployments, sim, work / "sim.log", tallies)
         rows.append((f"{backend}: ... every Deployment available and the cluster quiet",
                      f"{time.monotonic() - start:.0f} s"))
         recommended = Tally(kubeconfig, VPAS, is_recommended)

@@ -64,7 +64,6 @@ import orjson
 
 from benchmarks import quiet_logs
 from benchmarks.control_plane import (
-    DEPLOYMENTS,
     IDLE_S,
     LOOP_SECONDS,
     LOOPS,
@@ -75,20 +74,18 @@ from benchmarks.control_plane import (
     Kube,
     Tally,
     _deployment,
-    _descendants,
     _free_port,
     _gather_bounded,
     _metric,
-    _settle,
     _spawn,
     _stop,
     _until,
     _vpa,
     cpu_row,
     cpu_seconds,
-    is_available,
     is_recommended,
     is_running,
+    settle_cluster,
 )
 from vpa.components.stallprobe import open_stat, steal_s
 from vpa.pacing import DEFER_PASS_MAX_S
@@ -359,14 +356,8 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
                      "after the first create"))  # fmt: skip
         # vpa run starts once the simulator is done with what the set-up gave it: a cluster's API server
         # would not be on vpa run's CPUs, this one is.
-        available = Tally(kubeconfig, DEPLOYMENTS, is_available)
-        tallies.append(available)
-        await available.start()
-        await available.until(deployments, "every Deployment available", sim, work / "sim.log", 1800)
-        await available.close()
-        processes = {**_descendants(sim.pid), os.getpid(): "benchmark"}
-        processes[sim.pid] = "vpa sim"
-        settled = await _settle(processes, sim, work / "sim.log", steady_cpu=STEADY_CPU)
+        processes, settled = await settle_cluster(kubeconfig, deployments, sim, work / "sim.log", tallies,
+                                                  steady_cpu=STEADY_CPU)
         rows.append(("... every Deployment available and the cluster quiet",
                      f"{time.monotonic() - start:.0f} s",
                      f"after the first create; {settled:.2f} CPUs used in the last {QUIET_WINDOW_S:.0f} s"))

@@ -96,7 +96,8 @@ def test_running_pods_and_recommended_vpas() -> None:
     (0.90, 0.93, 0.05, True),  # a background that stopped changing
     (0.90, 1.40, 0.05, False),  # still falling: a backlog draining
     (0.90, 0.60, 0.05, False),  # rising
-], ids=["under-floor", "over-floor", "floor-only", "first-window", "steady", "falling", "rising"])  # fmt: skip
+], ids=["under-floor", "over-floor", "floor-only", "first-window", "steady", "falling",
+        "rising"])  # fmt: skip
 def test_a_window_is_quiet_under_the_floor_or_once_its_cpu_stops_changing(
         used: float, previous: float | None, steady: float | None, quiet: bool) -> None:
     assert is_quiet(used, previous, steady) is quiet
