@@ -531,6 +531,10 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
                                      time.monotonic() - relist_started, during_relist)
             stall_relist = _metric(await scrape(), "vpa_event_loop_lag_max_seconds") * 1000
             lag_relist = _lag_window(before_relist, text["t"])
+            unchanged = {cache: f'cache="{cache}",what="unchanged"' for cache in relists_of}
+            unchanged_n = {cache: _metric(text["t"], "vpa_watch_cache_events_total", labels)
+                    - _metric(before_relist, "vpa_watch_cache_events_total", labels)
+                    for cache, labels in unchanged.items()}
             yields_relist = _giving_way(before_relist, text["t"])
             rss_now = _proc_status_mib(run_proc.pid, "VmRSS")
             rss_peak = _proc_status_mib(run_proc.pid, "VmHWM")
@@ -566,6 +570,9 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
              + (f"; forced {retriggers + 1} times (a watch resumed without a 410), timed from the first"
                 if retriggers else "")),
             ("lags over 20 ms during the relist", f"{lag_relist[0]}", f"worst {lag_relist[1]}"),
+            ("objects the relist kept unchanged", f"{sum(unchanged_n.values()):,.0f}",
+             ", ".join(f"{cache} {n:,.0f}" for cache, n in unchanged_n.items())
+             + " (listed at the resourceVersion cached: not converted again)"),
             ("webhook during the relist (c=1)",
              f"p99 {during_relist['p99']:.1f} ms",
              _webhook_detail(during_relist)),
