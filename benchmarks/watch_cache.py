@@ -5,10 +5,11 @@ env, status: what a real apiserver returns), serialises them into LIST pages up 
 `GET /api/v1/pods` over loopback HTTP with `limit`/`continue` paging (the watch that follows is held
 open and silent). This process then times `WatchCache.run()` from start to `has_synced` with the
 production transform (`vpa.kube.converting.pod_from_dict` sharing one `Interner`) and measures its
-resident set size growth per cached pod after a full GC. Then the server ends the watch with a 410
-(`ERROR` event, as kube-apiserver does once the watch's resourceVersion is compacted) and serves the same
-pages again: the relist finds every pod at the resourceVersion it caches (the common case after a 410:
-most objects did not change), timed with its longest stall and the CPU this process spent on it.
+resident set size growth per cached pod after a full GC (read after the relist that follows). Then the
+server ends the watch with a 410 (`ERROR` event, as kube-apiserver does once the watch's resourceVersion
+is compacted) and serves the same pages again: the relist finds every pod at the resourceVersion it caches
+(the common case after a 410: most objects did not change), timed with its longest stall and the CPU
+this process spent on it.
 
 Targets (DESIGN §10): ≤ 15 s and ≤ 2 KiB per cached pod for 50,000 pods.
 
