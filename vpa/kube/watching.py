@@ -338,8 +338,9 @@ class WatchCache(Generic[T]):
         dropped when the cache already holds its resourceVersion). Returns the keys the LIST held (the caller
         deletes the others) and its resourceVersion. Applying as it goes, never building a second cache
         beside the first, keeps a relist's peak memory at the cache plus a page. An object the cache already
-        holds at the same resourceVersion (most of a relist's, after a 410) skips the transform
-        (`_unchanged`): the same key and resourceVersion are the same object."""
+        holds at the same resourceVersion (most of a relist's, after a 410) skips the transform: the same
+        key and resourceVersion are the same object, and converting every pod again only to drop the copy
+        was about a third of a 50,000-pod relist's CPU (`pod_from_dict`, `benchmarks.watch_cache`)."""
         seen: set[Key] = set()
         unchanged = 0
 
@@ -355,51 +356,49 @@ class WatchCache(Generic[T]):
                           slice_s=self._slice_s, timeout_s=self._list_timeout_s, on_restart=restarted)
         with _gc_paused():
             async with contextlib.aclosing(pages.items()) as items:
+                entries = self._entries
                 async for obj in items:
-                    same = self._unchanged(obj)
-                    if same is not None:
-                        seen.add(same)
+                    identity = self._identity(obj)
+                    if identity is None:
+                        del obj
+                        continue
+                    key, rv = identity
+                    entry = entries.get(key)
+                    if entry is not None and rv and entry[0] == rv:
+                        seen.add(key)
                         unchanged += 1
                         del obj
                         continue
-                    converted = self._convert(obj)
+                    value = self._transformed(obj)
                     del obj
-                    if converted is not None:
-                        key, rv, value = converted
+                    if value is not None:
                         seen.add(key)
                         self._upsert(key, rv, value)
-                        del converted, value
+                        del value
         if unchanged:
             self._count("unchanged", unchanged)
         return seen, pages.resource_version
 
-    def _unchanged(self, obj: Any) -> Key | None:
-        """The key of a LISTed object that the cache holds at the same resourceVersion, None for any other
-        (a new or changed object, a malformed one: `_convert` deals with those). Only the metadata is read:
-        a relist after a 410 otherwise converts every pod again only to drop the copy at once
-        (`pod_from_dict`: about a third of a 50,000-pod relist's CPU, `benchmarks.watch_cache`)."""
-        entries = self._entries
-        if not entries or not isinstance(obj, dict):
-            return None
-        metadata = obj.get("metadata")
-        if not isinstance(metadata, dict):
-            return None
-        name, namespace = metadata.get("name"), metadata.get("namespace") or ""
-        rv = metadata.get("resourceVersion")
-        if not isinstance(name, str) or not isinstance(namespace, str) or not isinstance(rv, str) or not rv:
-            return None
-        key = (namespace, name)
-        entry = entries.get(key)
-        return key if entry is not None and entry[0] == rv else None
-
     def _convert(self, obj: Any) -> tuple[Key, str, T] | None:
         """(key, resourceVersion, transformed) or None for a malformed/skipped object (counted, logged)."""
+        identity = self._identity(obj)
+        if identity is None:
+            return None
+        value = self._transformed(obj)
+        return None if value is None else (*identity, value)
+
+    def _identity(self, obj: Any) -> tuple[Key, str] | None:
+        """(key, resourceVersion) of an object, None (counted, logged) when it has no metadata.name."""
         metadata = obj.get("metadata") if isinstance(obj, dict) else None
         name = metadata.get("name") if isinstance(metadata, dict) else None
         if not isinstance(name, str) or not name or not isinstance(metadata, dict):
             self._malformed(obj, "no metadata.name")
             return None
         namespace = metadata.get("namespace") or ""
+        return (sys.intern(str(namespace)), name), str(metadata.get("resourceVersion") or "")
+
+    def _transformed(self, obj: Any) -> T | None:
+        """The transform's value, None (counted, logged) when it fails or rejects the object."""
         try:
             value = self._transform(obj)
         except Exception as exc:
@@ -408,7 +407,7 @@ class WatchCache(Generic[T]):
         if value is None:
             self._malformed(obj, "rejected by transform")
             return None
-        return (sys.intern(str(namespace)), name), str(metadata.get("resourceVersion") or ""), value
+        return value
 
     def _malformed(self, obj: Any, why: str) -> None:
         self._count("malformed")
