@@ -168,10 +168,12 @@ class WatchCache(Generic[T]):
         self._observer = observer
         self._rng = rng or random.Random()
 
-        # One dict of (resourceVersion, object), not two: a dict growing past 43,690 keys (the initial LIST
-        # of 50,000 pods) allocates and faults in a new table in one C call, about 10 ms in a large process
-        # on a virtual machine, and two dicts of the same keys grew in the same call (a 22 ms stall).
-        self._entries: dict[Key, tuple[str, T]] = {}
+        # One dict of (resourceVersion, object, key), not two: a dict growing past 43,690 keys (the initial
+        # LIST of 50,000 pods) allocates and faults in a new table in one C call, about 10 ms in a large
+        # process on a virtual machine, and two dicts of the same keys grew in the same call (a 22 ms
+        # stall). The key is kept in its entry so that a relist can note the objects it saw by the cache's
+        # own key objects (`_list`).
+        self._entries: dict[Key, tuple[str, T, Key]] = {}
         self._indexers: dict[str, Callable[[T], Iterable[str]]] = {}
         self._indices: dict[str, dict[str, set[Key]]] = {}
         self._on_add: list[Callable[[T], None]] = []
@@ -230,7 +232,7 @@ class WatchCache(Generic[T]):
         self._indexers[name] = key_fn
         index: dict[str, set[Key]] = {}
         self._indices[name] = index
-        for key, (_, obj) in self._entries.items():
+        for key, (_, obj, _) in self._entries.items():
             for value in key_fn(obj):
                 index.setdefault(value, set()).add(key)
 
@@ -340,7 +342,11 @@ class WatchCache(Generic[T]):
         beside the first, keeps a relist's peak memory at the cache plus a page. An object the cache already
         holds at the same resourceVersion (most of a relist's, after a 410) skips the transform: the same
         key and resourceVersion are the same object, and converting every pod again only to drop the copy
-        was about a third of a 50,000-pod relist's CPU (`pod_from_dict`, `benchmarks.watch_cache`)."""
+        was about a third of a 50,000-pod relist's CPU (`pod_from_dict`, `benchmarks.watch_cache`).
+
+        The keys seen are the cache's own key objects (each entry keeps its key), not those just parsed: a
+        set of 50,000 parsed keys (a tuple and a name each, owned by nothing else once their objects were
+        dropped) was freed in one piece when a relist ended, 13 ms of the loop in `benchmarks.watch_cache`."""
         seen: set[Key] = set()
         unchanged = 0
 
@@ -365,15 +371,14 @@ class WatchCache(Generic[T]):
                     key, rv = identity
                     entry = entries.get(key)
                     if entry is not None and rv and entry[0] == rv:
-                        seen.add(key)
+                        seen.add(entry[2])
                         unchanged += 1
                         del obj
                         continue
                     value = self._transformed(obj)
                     del obj
                     if value is not None:
-                        seen.add(key)
-                        self._upsert(key, rv, value)
+                        seen.add(self._upsert(key, rv, value))
                         del value
         if unchanged:
             self._count("unchanged", unchanged)
@@ -433,21 +438,25 @@ class WatchCache(Generic[T]):
             log.info("watch_cache_synced", cache=self.name, objects=len(self._entries), resource_version=rv)
         self._synced.set()
 
-    def _upsert(self, key: Key, rv: str, value: T) -> None:
+    def _upsert(self, key: Key, rv: str, value: T) -> Key:
         """Apply one LISTed object: add it, replace an older version (telling handlers), or keep what the
-        cache holds when its resourceVersion is the same (the new copy is dropped at once)."""
+        cache holds when its resourceVersion is the same (the new copy is dropped at once). Returns the key
+        object the cache keeps for it."""
         entries = self._entries
         entry = entries.get(key)
         if entry is None:
-            entries[key] = (rv, value)
+            entries[key] = (rv, value, key)
             self._index_add(key, value)
             self._deliver_add(value)
-        elif entry[0] != rv:
+            return key
+        kept = entry[2]
+        if entry[0] != rv:
             old = entry[1]
-            self._index_remove(key, old)
-            entries[key] = (rv, value)
-            self._index_add(key, value)
+            self._index_remove(kept, old)
+            entries[key] = (rv, value, kept)
+            self._index_add(kept, value)
             self._deliver_update(old, value)
+        return kept
 
     async def _delete_unseen(self, seen: set[Key]) -> None:
         """Make the cache equal to the LIST that just ended: delete (telling handlers) what it did not hold,
@@ -581,16 +590,16 @@ class WatchCache(Generic[T]):
         key, rv, value = converted
         entry = self._entries.get(key)
         if entry is None:
-            self._entries[key] = (rv, value)
+            self._entries[key] = (rv, value, key)
             self._index_add(key, value)
             self._deliver_add(value)
             return
         if entry[0] == rv:
             return  # a replay of what we already have (re-watch overlap)
-        old = entry[1]
-        self._index_remove(key, old)
-        self._entries[key] = (rv, value)
-        self._index_add(key, value)
+        old, kept = entry[1], entry[2]
+        self._index_remove(kept, old)
+        self._entries[key] = (rv, value, kept)
+        self._index_add(kept, value)
         self._deliver_update(old, value)
 
     # --------------------------------------------------------------------------- index bookkeeping

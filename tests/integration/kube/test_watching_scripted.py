@@ -81,6 +81,35 @@ async def test_expired_continue_token_restarts_the_list_unpaged() -> None:
     assert watch.query["timeoutSeconds"] == "300"
 
 
+async def test_a_relist_whose_continue_token_expires_deletes_what_the_unpaged_list_lacks() -> None:
+    """A relist that starts over unpaged: what its first pages applied stays applied, and the objects it
+    deletes at its end are those cached (before the relist or by its first pages) that the unpaged LIST
+    does not hold, in the cache's order; an unchanged object is neither updated nor deleted."""
+    clock = VirtualClock(time_scale=50.0)
+    async with ScriptedServer() as server:
+        server.then(200, page([item("a", "5"), item("b", "6"), item("c", "7")], "10"))
+        server.stream([event("ERROR", status_body(410, "Expired", "too old resource version: 10 (20)"))])
+        server.then(200, page([item("a", "5"), item("d", "30")], "40", cont="tok-1"))
+        server.then(410, status_body(410, "Expired", "The provided continue parameter is too old"))
+        server.then(200, page([item("a", "5"), item("c", "41", v="2"), item("e", "42")], "43"))
+        server.stream([])
+        cache, task = await start(server, clock, page_size=2)
+        events: list[tuple[str, str]] = []
+        cache.on_add(lambda cm: events.append(("add", cm.name)))
+        cache.on_update(lambda old, new: events.append(("update", new.name)))
+        cache.on_delete(lambda cm: events.append(("delete", cm.name)))
+        try:
+            await asyncio.wait_for(cache.wait_synced(), 5)
+            events.clear()  # the first LIST's adds
+            await eventually(lambda: cache.stats.relists == 1, what="the relist")
+            assert sorted(cm.name for cm in cache.list()) == ["a", "c", "e"]
+            assert cache.stats.list_restarts == 1
+            assert cache.resource_version == "43"
+            assert events == [("add", "d"), ("update", "c"), ("add", "e"), ("delete", "b"), ("delete", "d")]
+        finally:
+            await stop(cache, task)
+
+
 async def test_error_event_410_relists_and_bad_lines_reconnect() -> None:
     clock = VirtualClock(time_scale=50.0)
     async with ScriptedServer() as server:
