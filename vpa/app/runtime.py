@@ -50,7 +50,7 @@ from vpa.kube.controllers import ControllerCaches
 from vpa.kube.eventing import EventRecorder
 from vpa.kube.leasing import LeaderElector
 from vpa.kube.ratelimiting import TokenBucket
-from vpa.kube.watching import WatchCache
+from vpa.kube.watching import WatchCache, counter_observer
 from vpa.model.clock import Clock, RealClock
 from vpa.model.pod import PodView
 from vpa.model.settings import LeaderElectionSettings, RunSettings, StartupError
@@ -194,8 +194,7 @@ class Runtime:
         field_selector = _namespace_field_selector(s)
         interner = converting.Interner()
 
-        def observe(cache: str, what: str, n: int) -> None:
-            self._watch_events.labels(cache=cache, what=what).inc(n)
+        observe = counter_observer(self._watch_events)
 
         def to_pod(obj: dict[str, Any]) -> PodView | None:
             try:

@@ -67,13 +67,14 @@ class WatchStats:
 
 
 def counter_observer(counter: Any) -> Callable[[str, str, int], None]:
-    """An `observer` that increments a `prometheus_client.Counter` with labels `cache` and `event`.
+    """An `observer` that increments a `prometheus_client.Counter` with labels `cache` and `what` (a
+    `WatchStats` field name), as `vpa_watch_cache_events_total` has them.
 
     The caller creates the counter (on whichever registry it owns); nothing is registered here.
     """
 
     def observe(cache: str, what: str, n: int) -> None:
-        counter.labels(cache=cache, event=what).inc(n)
+        counter.labels(cache=cache, what=what).inc(n)
 
     return observe
 

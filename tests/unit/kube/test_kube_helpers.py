@@ -143,15 +143,15 @@ async def test_call_with_deadline_propagates_errors() -> None:
 
 def test_counter_observer_uses_the_callers_registry() -> None:
     registry = CollectorRegistry()
-    counter = Counter("vpa_watch_cache_events", "watch cache events", ["cache", "event"], registry=registry)
+    counter = Counter("vpa_watch_cache_events", "watch cache events", ["cache", "what"], registry=registry)
     observe = counter_observer(counter)
     observe("pods", "relists", 1)
     observe("pods", "relists", 2)
     observe("vpas", "events", 5)
     assert (
-        registry.get_sample_value("vpa_watch_cache_events_total", {"cache": "pods", "event": "relists"}) == 3
+        registry.get_sample_value("vpa_watch_cache_events_total", {"cache": "pods", "what": "relists"}) == 3
     )
     assert (
-        registry.get_sample_value("vpa_watch_cache_events_total", {"cache": "vpas", "event": "events"}) == 5
+        registry.get_sample_value("vpa_watch_cache_events_total", {"cache": "vpas", "what": "events"}) == 5
     )
     assert set(WatchStats().as_dict()) >= {"relists", "restarts", "events", "stalls", "malformed"}
