@@ -14,6 +14,8 @@ import pytest
 from benchmarks.run_scale import (
     _cpu_window,
     _lag_window,
+    _lags_detail,
+    _lags_over,
     _longest_stall_ms,
     _percentiles,
     _steal_rows,
@@ -90,6 +92,15 @@ def test_a_windows_lags_over_20_ms_come_from_the_difference_of_two_scrapes(
     before: dict[str, int], after: dict[str, int], expected: tuple[int, str]
 ) -> None:
     assert _lag_window(_lags(before), _lags(after)) == expected
+
+
+def test_lags_below_the_target_are_counted_by_bucket_bound() -> None:
+    before = _lags({"0.005": 90, "0.01": 95, "0.015": 98, "0.02": 100, "+Inf": 100})
+    after = _lags({"0.005": 190, "0.01": 199, "0.015": 205, "0.02": 208, "+Inf": 209})
+    # 109 samples in the window: 100 up to 5 ms, 4 more up to 10, 3 up to 15, 1 up to 20, 1 beyond
+    assert [_lags_over(before, after, ms) for ms in (5, 10, 15, 20)] == [9, 5, 2, 1]
+    assert _lags_detail(before, after, "> 0.02 s") == "worst > 0.02 s; over 15 ms 2, over 10 ms 5"
+    assert _lags_over("", "", 10) == 0
 
 
 def test_the_first_review_and_its_connection_are_told_apart_from_the_rest() -> None:
