@@ -46,6 +46,15 @@ async def start(
     return cache, asyncio.create_task(cache.run())
 
 
+def recorded(cache: WatchCache[Cm]) -> list[tuple[str, str]]:
+    """What the cache's handlers hear from now on, as (add | update | delete, name)."""
+    events: list[tuple[str, str]] = []
+    cache.on_add(lambda cm: events.append(("add", cm.name)))
+    cache.on_update(lambda old, new: events.append(("update", new.name)))
+    cache.on_delete(lambda cm: events.append(("delete", cm.name)))
+    return events
+
+
 async def stop(cache: WatchCache[Cm], task: asyncio.Task[None]) -> None:
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
@@ -94,10 +103,7 @@ async def test_a_relist_whose_continue_token_expires_deletes_what_the_unpaged_li
         server.then(200, page([item("a", "5"), item("c", "41", v="2"), item("e", "42")], "43"))
         server.stream([])
         cache, task = await start(server, clock, page_size=2)
-        events: list[tuple[str, str]] = []
-        cache.on_add(lambda cm: events.append(("add", cm.name)))
-        cache.on_update(lambda old, new: events.append(("update", new.name)))
-        cache.on_delete(lambda cm: events.append(("delete", cm.name)))
+        events = recorded(cache)
         try:
             await asyncio.wait_for(cache.wait_synced(), 5)
             events.clear()  # the first LIST's adds
@@ -174,10 +180,7 @@ async def test_relist_applies_each_page_to_the_cache_without_a_second_copy() -> 
             server.then(200, page(relisted[at:at + 10], "40", cont=cont))
         server.stream([])
         cache, task = await start(server, clock, transform=tracked, page_size=10)
-        events: list[tuple[str, str]] = []
-        cache.on_add(lambda cm: events.append(("add", cm.name)))
-        cache.on_update(lambda old, new: events.append(("update", new.name)))
-        cache.on_delete(lambda cm: events.append(("delete", cm.name)))
+        events = recorded(cache)
         try:
             await asyncio.wait_for(cache.wait_synced(), 5)
             events.clear()  # the first LIST's adds
