@@ -299,13 +299,17 @@ def _lag_counts(before: str, after: str) -> list[tuple[float, float]]:
     return sorted(((float(le), end[le] - start.get(le, 0.0)) for le in end), key=lambda c: c[0])
 
 
-def _lags_over(before: str, after: str, ms: float) -> int:
-    """Event-loop lag samples over `ms` between two scrapes (`ms` one of the buckets' bounds)."""
-    counts = _lag_counts(before, after)
+def _over(counts: list[tuple[float, float]], ms: float) -> int:
+    """Of `_lag_counts`, the samples over `ms` (one of the buckets' bounds)."""
     if not counts:
         return 0
     total = counts[-1][1]
     return int(total - next((n for le, n in counts if le >= ms / 1000), total))
+
+
+def _lags_over(before: str, after: str, ms: float) -> int:
+    """Event-loop lag samples over `ms` between two scrapes (`ms` one of the buckets' bounds)."""
+    return _over(_lag_counts(before, after), ms)
 
 
 def _lag_window(before: str, after: str) -> tuple[int, str]:
@@ -315,7 +319,7 @@ def _lag_window(before: str, after: str) -> tuple[int, str]:
     if not counts:
         return 0, "no samples"
     total = counts[-1][1]
-    over = _lags_over(before, after, TARGET_STALL_MS)
+    over = _over(counts, TARGET_STALL_MS)
     for le, n in counts:
         if n >= total:
             return over, f"≤ {le * 1000:.0f} ms" if le != float("inf") else f"> {counts[-2][0]:g} s"
@@ -325,8 +329,8 @@ def _lag_window(before: str, after: str) -> tuple[int, str]:
 def _lags_detail(before: str, after: str, worst: str) -> str:
     """The worst lag's bucket and the samples over 15 and 10 ms: a window's lags told apart below the
     target, where two runs that both met it still differ."""
-    return (f"worst {worst}; over 15 ms {_lags_over(before, after, 15)}, "
-            f"over 10 ms {_lags_over(before, after, 10)}")
+    counts = _lag_counts(before, after)
+    return f"worst {worst}; over 15 ms {_over(counts, 15)}, over 10 ms {_over(counts, 10)}"
 
 
 async def run(deployments: int, replicas: int, nodes: int, first_only: bool = False,
@@ -554,7 +558,7 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
             relist_text = text["t"]
             lag_relist = _lag_window(before_relist, relist_text)
             unchanged = {cache: f'cache="{cache}",what="unchanged"' for cache in relists_of}
-            unchanged_n = {cache: _metric(text["t"], "vpa_watch_cache_events_total", labels)
+            unchanged_n = {cache: _metric(relist_text, "vpa_watch_cache_events_total", labels)
                     - _metric(before_relist, "vpa_watch_cache_events_total", labels)
                     for cache, labels in unchanged.items()}
             yields_relist = _giving_way(before_relist, text["t"])

@@ -440,9 +440,9 @@ class WatchCache(Generic[T]):
         self._synced.set()
 
     def _upsert(self, key: Key, rv: str, value: T) -> Key:
-        """Apply one LISTed object: add it, replace an older version (telling handlers), or keep what the
-        cache holds when its resourceVersion is the same (the new copy is dropped at once). Returns the key
-        object the cache keeps for it."""
+        """Apply one object, LISTed or from an ADDED/MODIFIED event: add it, replace an older version (telling
+        handlers), or keep what the cache holds when its resourceVersion is the same (the new copy is dropped
+        at once). Returns the key object the cache keeps for it."""
         entries = self._entries
         entry = entries.get(key)
         if entry is None:
@@ -588,20 +588,8 @@ class WatchCache(Generic[T]):
                     self._index_remove(key, gone[1])
                     self._deliver_delete(gone[1])
             return
-        key, rv, value = converted
-        entry = self._entries.get(key)
-        if entry is None:
-            self._entries[key] = (rv, value, key)
-            self._index_add(key, value)
-            self._deliver_add(value)
-            return
-        if entry[0] == rv:
-            return  # a replay of what we already have (re-watch overlap)
-        old, kept = entry[1], entry[2]
-        self._index_remove(kept, old)
-        self._entries[key] = (rv, value, kept)
-        self._index_add(kept, value)
-        self._deliver_update(old, value)
+        # Applied as a LISTed object is: a replay of what the cache holds (re-watch overlap) changes nothing.
+        self._upsert(*converted)
 
     # --------------------------------------------------------------------------- index bookkeeping
 
