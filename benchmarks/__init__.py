@@ -1,7 +1,13 @@
 """Benchmarks: scale and latency measurements, each runnable as `python -m benchmarks.<name>`.
 
 Owns: `quiet_logs`, the one log set-up of a benchmark that runs the project's components (or its informer)
-in its own process, so that their info lines do not interleave with the benchmark's tables.
+in its own process, so that their info lines do not interleave with the benchmark's tables; and
+`steal_now`, the machine's hypervisor steal so far, read at a timed window's edges; and
+`run_loop`, the one way such a benchmark runs them: on uvloop, the event loop `vpa run` uses
+(`vpa.app`). asyncio's own loop orders a pass differently (a timer that falls due runs after every I/O
+callback and every callback already queued, where uvloop runs it first in the next iteration), so a stall
+timed on it is not the stall `vpa run` has: `benchmarks.watch_cache` timed 10.1-16.1 ms on asyncio's loop
+where the same code on uvloop timed 6.5-8.6 ms.
 
 Must not: be imported by the project (`vpa/`): benchmarks measure it from outside.
 """
@@ -9,8 +15,16 @@ Must not: be imported by the project (`vpa/`): benchmarks measure it from outsid
 from __future__ import annotations
 
 import logging
+import os
+from collections.abc import Coroutine
+from typing import Any, TypeVar
 
 import structlog
+import uvloop
+
+from vpa.components.stallprobe import open_stat, steal_s
+
+T = TypeVar("T")
 
 
 def quiet_logs(level: int = logging.WARNING) -> None:
@@ -18,3 +32,27 @@ def quiet_logs(level: int = logging.WARNING) -> None:
     structlog.configure(
         wrapper_class=structlog.make_filtering_bound_logger(level), cache_logger_on_first_use=True
     )
+
+
+def run_loop(main: Coroutine[Any, Any, T]) -> T:
+    """Run `main` to completion on a fresh uvloop event loop, as `vpa run` runs the process."""
+    return uvloop.run(main)
+
+
+def steal_now() -> float | None:
+    """The hypervisor's steal of the machine's CPUs so far (seconds, summed over CPUs; `/proc/stat`), or None
+    where the kernel does not report it: time in which no process of the benchmark could run."""
+    fd = open_stat()
+    try:
+        return steal_s(fd)
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+def steal_share(start: float | None, end: float | None, seconds: float) -> str:
+    """A window's steal as `"0.12 s (1.5% of 2 CPUs)"`, or "not reported"."""
+    if start is None or end is None or seconds <= 0:
+        return "not reported"
+    cpus = os.cpu_count() or 1
+    return f"{end - start:.2f} s ({(end - start) / (seconds * cpus) * 100:.1f}% of {cpus} CPUs)"

@@ -13,12 +13,12 @@ what the client adds, which every one of a steady loop's ~12,000 requests pays.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import time
 
 from aiohttp import web
 from kubernetes_asyncio.client import ApiClient, Configuration
 
+from benchmarks import run_loop
 from vpa.kube.client import KubeClient
 from vpa.kube.ratelimiting import TokenBucket
 from vpa.model.clock import RealClock
@@ -69,7 +69,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--requests", type=int, default=3000)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args(argv)
-    asyncio.run(_run(args.requests, args.rounds))
+    run_loop(_run(args.requests, args.rounds))
     return 0
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from benchmarks import run_loop
 from vpa.heap import HeapKeeper
 from vpa.kube.metricsreading import PodMetricsReader
 
@@ -112,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pods", type=int, default=10_000)
     parser.add_argument("--containers-per-pod", type=int, default=5)
     args = parser.parse_args(argv)
-    return asyncio.run(_run(args.pods, args.containers_per_pod))
+    return run_loop(_run(args.pods, args.containers_per_pod))
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ import time
 
 from prometheus_client import CollectorRegistry, generate_latest
 
+from benchmarks import run_loop
 from vpa.components.recommendation_metrics import RecommendationMetrics
 from vpa.heap import HeapKeeper
 from vpa.kube.targets import Resolution
@@ -113,7 +114,7 @@ def main(argv: list[str]) -> int:
                                      max_series=args.max_series)
     refresh, hold, scrape = [], [], []
     for _ in range(args.repeat):
-        took, gap = asyncio.run(_measure(exporter))
+        took, gap = run_loop(_measure(exporter))
         refresh.append(took)
         hold.append(gap)
         started = time.perf_counter()

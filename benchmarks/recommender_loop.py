@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from benchmarks import run_loop
 from vpa.components.recommender import Recommender
 from vpa.heap import HeapKeeper
 from vpa.kube.client import JsonObj
@@ -259,7 +260,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--gc", choices=("runtime", "default"), default="runtime",
                         help="the process's GC policy (vpa.heap) or CPython's default")
     args = parser.parse_args(argv)
-    return asyncio.run(run(args.vpas, args.containers_per_pod, args.history_step_s, args.vpas_per_namespace,
+    return run_loop(run(args.vpas, args.containers_per_pod, args.history_step_s, args.vpas_per_namespace,
                            args.gc))
 
 

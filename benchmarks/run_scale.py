@@ -62,7 +62,7 @@ from urllib.parse import urlsplit
 import aiohttp
 import orjson
 
-from benchmarks import quiet_logs
+from benchmarks import quiet_logs, steal_now
 from benchmarks.control_plane import (
     IDLE_S,
     LOOP_SECONDS,
@@ -87,7 +87,6 @@ from benchmarks.control_plane import (
     is_running,
     settle_cluster,
 )
-from vpa.components.stallprobe import open_stat, steal_s
 from vpa.pacing import DEFER_PASS_MAX_S
 
 TARGET_RECOMMENDED_S = 60.0
@@ -406,7 +405,7 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
         started = time.monotonic()
         processes[run_proc.pid] = "vpa run"
         cpu_start = cpu_seconds(processes)
-        steal = {"start": _steal_now()}  # the machine's hypervisor steal (all CPUs), at each window's edge
+        steal = {"start": steal_now()}  # the machine's hypervisor steal (all CPUs), at each window's edge
         plain = aiohttp.ClientSession()
         text: dict[str, str] = {"t": ""}
         timed: dict[str, float | None] = {}  # longest stalls the --profiling probe timed, by window
@@ -460,7 +459,7 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
             throttled = _metric(metrics_text, "rest_client_requests_total", 'code="429"')
             requests_first = _metric(metrics_text, "rest_client_requests_total")
             rss_first = _proc_status_mib(run_proc.pid, "VmHWM")
-            steal["first"] = _steal_now()
+            steal["first"] = steal_now()
             if stalls_out is not None:
                 timed["first"] = await _save_stalls(
                     plain, port, stalls_out, "from ready to the first loop's end")
@@ -528,7 +527,7 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
             cpu_relist_start = cpu_seconds(processes)
             await force_relist()
             relist_started = time.monotonic()
-            steal["relist"] = _steal_now()
+            steal["relist"] = steal_now()
 
             async def relisted() -> bool:  # the pods and the VPAs, at least
                 now = await scrape()
@@ -550,7 +549,7 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
                     await force_relist()
             await asyncio.sleep(3)
             relist_s = time.monotonic() - relist_started
-            steal["relist end"] = _steal_now()
+            steal["relist end"] = steal_now()
             during_relist = await probe.finish()
             cpu_relist = _cpu_window(cpu_relist_start, cpu_seconds(processes),
                                      time.monotonic() - relist_started, during_relist)
@@ -673,15 +672,6 @@ def _timed_rows(timed: dict[str, float | None]) -> list[tuple[str, str, str]]:
     parts = [f"{when[k]} {'none' if v is None else f'{v:.1f} ms'}" for k, v in timed.items()]
     worst = max((v for v in timed.values() if v is not None), default=0.0)
     return [("longest stall timed by --profiling", f"{worst:.1f} ms", "; ".join(parts))]
-
-
-def _steal_now() -> float | None:
-    fd = open_stat()
-    try:
-        return steal_s(fd)
-    finally:
-        if fd is not None:
-            os.close(fd)
 
 
 def _steal_rows(steal: Mapping[str, float | None], first_loop_s: float,

@@ -18,13 +18,12 @@ status; on the real control plane that costs kube-apiserver about 2 ms of CPU al
 from __future__ import annotations
 
 import argparse
-import asyncio
 import dataclasses
 import math
 import time
 from typing import Any
 
-from benchmarks import recommender_loop
+from benchmarks import recommender_loop, run_loop
 from vpa.model.settings import RecommenderSettings
 from vpa.model.vpa import Recommendation, VpaStatus
 
@@ -112,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tolerances", default="0,0.01,0.05",
                         help="comma-separated --bounds-write-tolerance values")
     args = parser.parse_args(argv)
-    return asyncio.run(run(args.vpas, args.days, args.loops,
+    return run_loop(run(args.vpas, args.days, args.loops,
                            [float(t) for t in args.tolerances.split(",")]))
 
 

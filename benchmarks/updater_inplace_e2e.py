@@ -25,9 +25,9 @@ import os
 import time
 from typing import Any
 
-import uvloop
 from prometheus_client import CollectorRegistry
 
+from benchmarks import run_loop
 from vpa.app import logs
 from vpa.app.runtime import pod_owner_keys, vpa_target_keys
 from vpa.components.context import ComponentContext
@@ -266,7 +266,7 @@ def main(argv: list[str]) -> int:
     # Production logging (v=4, JSON: one line per resize) into a sink, so its cost is counted, not shown.
     with open(os.devnull, "w") as sink:
         logs.configure(v=4, log_format="json", stream=sink)
-        results = uvloop.run(run(args.vpas, args.pods_per_vpa, args.rounds, args.concurrency))
+        results = run_loop(run(args.vpas, args.pods_per_vpa, args.rounds, args.concurrency))
     print(
         f"updater in-place e2e: {args.vpas} VPAs × {args.pods_per_vpa} pods, concurrency {args.concurrency}"
     )

@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks import quiet_logs, recommender_loop, webhook_throughput
+from benchmarks import quiet_logs, recommender_loop, run_loop, webhook_throughput
 
 TARGET_P99_MS = 20.0
 _PERCENTILE = re.compile(r"^\s*(50|99)%\s+([\d.]+)(us|ms|s)\s*$", re.M)
@@ -106,9 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     if shutil.which("wrk") is None:
         print("webhook_during_recommender: skipped, wrk is not installed (apt-get install -y wrk)")
         return 0
-    import uvloop
-
-    return uvloop.run(_run(args.vpas, args.duration))
+    return run_loop(_run(args.vpas, args.duration))
 
 
 if __name__ == "__main__":

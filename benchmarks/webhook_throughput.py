@@ -40,7 +40,7 @@ import aiohttp
 import orjson
 from aiohttp import web
 
-from benchmarks import quiet_logs
+from benchmarks import quiet_logs, run_loop
 from tests.builders import make_pod, make_recommendation, make_vpa, rfc3339, uid_for
 from vpa.app.runtime import ComponentSpec, Runtime
 from vpa.components.context import ComponentContext
@@ -371,9 +371,7 @@ def main(argv: list[str] | None = None) -> int:
     if shutil.which("wrk") is None:
         print("webhook_throughput: skipped, wrk is not installed (apt-get install -y wrk)")
         return 0
-    import uvloop
-
-    return uvloop.run(_run(args.duration, args.profile))
+    return run_loop(_run(args.duration, args.profile))
 
 
 if __name__ == "__main__":
