@@ -70,6 +70,10 @@ def test_the_steal_rows_give_each_windows_share_of_the_machines_cpu_time(
     assert relist[2].startswith("of 2 CPUs' 20 s (0.5%)")
     assert _steal_rows(steal, 30.0, None) == [first]  # --first-only: no relist
     assert _steal_rows({"start": None, "first": None}, 30.0, None) == []  # no steal reported
+    with_ready = _steal_rows({**steal, "ready": 10.2}, 30.0, 10.0, 5.0)
+    assert with_ready[0] == ("hypervisor steal: start to ready (the initial LISTs)", "0.20 s",
+                             "of 2 CPUs' 10 s (2.0%), /proc/stat")
+    assert with_ready[1:] == [first, relist]
 
 
 def _lags(counts: dict[str, int]) -> str:
