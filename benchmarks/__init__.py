@@ -1,13 +1,14 @@
 """Benchmarks: scale and latency measurements, each runnable as `python -m benchmarks.<name>`.
 
-Owns: `quiet_logs`, the one log set-up of a benchmark that runs the project's components (or its informer)
-in its own process, so that their info lines do not interleave with the benchmark's tables; and
-`steal_now`, the machine's hypervisor steal so far, read at a timed window's edges; and
-`run_loop`, the one way such a benchmark runs them: on uvloop, the event loop `vpa run` uses
-(`vpa.app`). asyncio's own loop orders a pass differently (a timer that falls due runs after every I/O
-callback and every callback already queued, where uvloop runs it first in the next iteration), so a stall
-timed on it is not the stall `vpa run` has: `benchmarks.watch_cache` timed 10.1-16.1 ms on asyncio's loop
-where the same code on uvloop timed 6.5-8.6 ms.
+Owns:
+- `quiet_logs`, the one log set-up of a benchmark that runs the project's components (or its informer) in
+  its own process, so that their info lines do not interleave with the benchmark's tables;
+- `run_loop`, the one way such a benchmark runs them: on uvloop, the event loop `vpa run` uses (`vpa.app`).
+  asyncio's own loop orders a pass differently (a timer that falls due runs after every I/O callback and
+  every callback already queued, where uvloop runs it first in the next iteration), so a stall timed on it
+  is not the stall `vpa run` has (docs/performance.md, Follow-up "the in-process benchmarks on uvloop");
+- `steal_now` and `steal_share`, the machine's hypervisor steal read at a timed window's edges and given as
+  a share of its CPUs' time.
 
 Must not: be imported by the project (`vpa/`): benchmarks measure it from outside.
 """
