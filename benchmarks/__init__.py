@@ -7,8 +7,8 @@ Owns:
   asyncio's own loop orders a pass differently (a timer that falls due runs after every I/O callback and
   every callback already queued, where uvloop runs it first in the next iteration), so a stall timed on it
   is not the stall `vpa run` has (docs/performance.md, Follow-up "the in-process benchmarks on uvloop");
-- `steal_now` and `steal_share`, the machine's hypervisor steal read at a timed window's edges and given as
-  a share of its CPUs' time.
+- `steal_now`, `steal_percent` and `steal_share`, the machine's hypervisor steal read at a timed window's
+  edges and given as a share of its CPUs' time (one formula for every benchmark that reports it).
 
 Must not: be imported by the project (`vpa/`): benchmarks measure it from outside.
 """
@@ -51,9 +51,17 @@ def steal_now() -> float | None:
             os.close(fd)
 
 
+def steal_percent(start: float | None, end: float | None, seconds: float | None) -> float | None:
+    """The steal between two `steal_now()` reads `seconds` apart, as a percentage of all the machine's CPUs'
+    time in that window; None when either read is missing or the window is empty."""
+    if start is None or end is None or seconds is None or seconds <= 0:
+        return None
+    return (end - start) / (seconds * (os.cpu_count() or 1)) * 100
+
+
 def steal_share(start: float | None, end: float | None, seconds: float) -> str:
     """A window's steal as `"0.12 s (1.5% of 2 CPUs)"`, or "not reported"."""
-    if start is None or end is None or seconds <= 0:
+    percent = steal_percent(start, end, seconds)
+    if start is None or end is None or percent is None:
         return "not reported"
-    cpus = os.cpu_count() or 1
-    return f"{end - start:.2f} s ({(end - start) / (seconds * cpus) * 100:.1f}% of {cpus} CPUs)"
+    return f"{end - start:.2f} s ({percent:.1f}% of {os.cpu_count() or 1} CPUs)"

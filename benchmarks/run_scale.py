@@ -64,7 +64,7 @@ from urllib.parse import urlsplit
 import aiohttp
 import orjson
 
-from benchmarks import quiet_logs, steal_now
+from benchmarks import quiet_logs, steal_now, steal_percent
 from benchmarks.control_plane import (
     IDLE_S,
     LOOP_SECONDS,
@@ -688,9 +688,9 @@ def _steal_rows(steal: Mapping[str, float | None], first_loop_s: float, relist_s
                                        ("start to the first loop's end", "start", "first", first_loop_s),
                                        ("the relist", "relist", "relist end", relist_s)):
         a, b = steal.get(start), steal.get(end)
-        if a is None or b is None or seconds is None or seconds <= 0:
+        share = steal_percent(a, b, seconds)
+        if a is None or b is None or seconds is None or share is None:
             continue
-        share = (b - a) / (seconds * cpus) * 100
         rows.append((f"hypervisor steal: {label}", f"{b - a:.2f} s",
                      f"of {cpus} CPUs' {seconds * cpus:.0f} s ({share:.1f}%), /proc/stat"))
     return rows
