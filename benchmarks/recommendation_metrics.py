@@ -22,7 +22,7 @@ import time
 
 from prometheus_client import CollectorRegistry, generate_latest
 
-from benchmarks import run_loop
+from benchmarks import LoopTicker, Stall, run_loop
 from vpa.components.recommendation_metrics import RecommendationMetrics
 from vpa.heap import HeapKeeper
 from vpa.kube.targets import Resolution
@@ -75,27 +75,14 @@ def _build(vpas: int, pods_per_vpa: int) -> tuple[list[VpaView], list[PodView]]:
     return views, pods
 
 
-async def _measure(exporter: RecommendationMetrics) -> tuple[float, float]:
-    largest_gap = 0.0
-    stop = False
-
-    async def ticker() -> None:
-        nonlocal largest_gap
-        last = time.perf_counter()
-        while not stop:
-            await asyncio.sleep(0.001)
-            now = time.perf_counter()
-            largest_gap = max(largest_gap, now - last - 0.001)
-            last = now
-
-    task = asyncio.create_task(ticker())
+async def _measure(exporter: RecommendationMetrics) -> tuple[float, Stall]:
+    ticker = LoopTicker()
+    ticker.start()
     await asyncio.sleep(0.01)
     started = time.perf_counter()
     await exporter.refresh()
     took = time.perf_counter() - started
-    stop = True
-    await task
-    return took, largest_gap
+    return took, await ticker.stop()
 
 
 def main(argv: list[str]) -> int:
@@ -121,11 +108,12 @@ def main(argv: list[str]) -> int:
         payload = generate_latest(registry)
         scrape.append(time.perf_counter() - started)
     series = int(registry.get_sample_value("vpa_recommendation_metrics_series", {"state": "exported"}) or 0)
-    ok = min(refresh) <= TARGET_REFRESH_S and min(hold) <= TARGET_HOLD_S
+    held = min(hold, key=lambda stall: stall.seconds)
+    ok = min(refresh) <= TARGET_REFRESH_S and held.seconds <= TARGET_HOLD_S
     print(f"recommendation_metrics: {args.vpas} VPAs, {len(pods)} pods, {series} series exported "
           f"(--recommendation-metrics-max-series={args.max_series})")
     print(f"  refresh      best {min(refresh) * 1000:8.1f} ms   (target {TARGET_REFRESH_S * 1000:.0f} ms)")
-    print(f"  loop hold    best {min(hold) * 1000:8.1f} ms   (target {TARGET_HOLD_S * 1000:.0f} ms)")
+    print(f"  loop hold    best {held.describe()}   (target {TARGET_HOLD_S * 1000:.0f} ms)")
     print(f"  scrape       best {min(scrape) * 1000:8.1f} ms   ({len(payload) / 1e6:.1f} MB)")
     print("  " + ("OK" if ok else "MISSED"))
     return 0 if ok else 1

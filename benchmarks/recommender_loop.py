@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from benchmarks import run_loop
+from benchmarks import LoopTicker, Stall, run_loop
 from vpa.components.recommender import Recommender
 from vpa.heap import HeapKeeper
 from vpa.kube.client import JsonObj
@@ -124,26 +124,14 @@ class Sink:
         pass
 
 
-async def max_stall(stop: asyncio.Event, out: list[float]) -> None:
-    worst = 0.0
-    while not stop.is_set():
-        before = time.perf_counter()
-        await asyncio.sleep(0.001)
-        worst = max(worst, time.perf_counter() - before - 0.001)
-    out.append(worst)
-
-
-async def timed_loop(recommender: Recommender) -> tuple[float, float, dict[str, float]]:
-    stop = asyncio.Event()
-    stalls: list[float] = []
-    ticker = asyncio.create_task(max_stall(stop, stalls))
+async def timed_loop(recommender: Recommender) -> tuple[float, Stall, dict[str, float]]:
+    ticker = LoopTicker()
+    ticker.start()
     await asyncio.sleep(0)
     started = time.perf_counter()
     report = await recommender.run_once()
     elapsed = time.perf_counter() - started
-    stop.set()
-    await ticker
-    return elapsed, stalls[0], report.step_seconds
+    return elapsed, await ticker.stop(), report.step_seconds
 
 
 @dataclass
@@ -237,12 +225,12 @@ async def run(vpas: int, per_pod: int, history_step_s: float, per_namespace: int
     print("  leaves out: the API (status and checkpoint writes go to in-memory sinks that cost nothing; "
           "the PodMetrics read hands over ready-built objects, no HTTPS or JSON); the production path "
           "with both is `python -m benchmarks.run_scale`")
-    print(f"{'loop':<10}{'seconds':>9}{'max stall ms':>14}  steps")
+    print(f"{'loop':<10}{'seconds':>9}  steps; longest stall")
     rows = [("first", first, first_stall, first_steps)] + [
         (f"steady {i + 1}", s[0], s[1], s[2]) for i, s in enumerate(steady)]
     for label, seconds, stall, step_seconds in rows:
         detail = " ".join(f"{k}={v:.2f}" for k, v in step_seconds.items() if k != "total")
-        print(f"{label:<10}{seconds:>9.2f}{stall * 1000:>14.1f}  {detail}")
+        print(f"{label:<10}{seconds:>9.2f}  {detail}; {stall.describe()}")
     print(f"status writes {sink.statuses}, checkpoint writes {sink.checkpoints}")
     print(f"RSS per tracked container: {per_container / 1024:.1f} KiB (target <= 35 KiB)")
     worst = max(s[0] for s in steady)

@@ -26,7 +26,10 @@ reports, from its /metrics and the API:
   requests `vpa run` sent per loop, by verb;
 - `vpa run`'s whole-process RSS (now and peak, VmHWM).
 - the hypervisor's steal of the machine's CPUs (`/proc/stat`) up to ready, up to the first loop's end and in
-  the relist: time in which no process of the benchmark could run.
+  the relist: time in which no process of the benchmark could run;
+- in the same windows, `vpa run`'s event-loop thread seen from another process (`benchmarks.witness`,
+  every 2 ms): its longest span runnable but without a CPU (a vCPU the hypervisor took away) and its longest
+  wait for a CPU, so that a lag over 20 ms can be set against time the thread was given no CPU.
 
 Targets (issue 12): every VPA recommended ≤ 60 s after start, no 429 storm, steady loops within the
 interval, stalls ≤ 20 ms, webhook p99 ≤ 10 ms and max ≤ 20 ms, RSS ≤ 400 MiB. Loads of about 25 minutes on
@@ -89,9 +92,12 @@ from benchmarks.control_plane import (
     is_running,
     settle_cluster,
 )
+from benchmarks.witness import ThreadWitness, Window, windows
 from vpa.pacing import DEFER_PASS_MAX_S
 
 TARGET_RECOMMENDED_S = 60.0
+Timed = tuple[float, float | None]
+"""A stall the `--profiling` probe timed: its length and the loop thread's CPU time in it (ms)."""
 TARGET_STALL_MS = 20.0
 SIM_NICE = 10
 """`vpa sim`'s nice value by default: kube-apiserver does not run on `vpa run`'s CPUs in a cluster; on this
@@ -348,6 +354,7 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
     run_proc: asyncio.subprocess.Process | None = None
     kube: Kube | None = None
     probe: WebhookProbe | None = None
+    witness: ThreadWitness | None = None
     tallies: list[Tally] = []
     rows: list[tuple[str, str, str]] = []
     ok = True
@@ -405,12 +412,15 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
             work / "vpa-run.log",
         )  # fmt: skip
         started = time.monotonic()
+        witness = ThreadWitness(run_proc.pid)  # its main thread, the event loop's
+        witness.start()
+        edges = {"start": started}
         processes[run_proc.pid] = "vpa run"
         cpu_start = cpu_seconds(processes)
         steal = {"start": steal_now()}  # the machine's hypervisor steal (all CPUs), at each window's edge
         plain = aiohttp.ClientSession()
         text: dict[str, str] = {"t": ""}
-        timed: dict[str, float | None] = {}  # longest stalls the --profiling probe timed, by window
+        timed: dict[str, Timed | None] = {}  # longest stalls the --profiling probe timed, by window
 
         async def scrape() -> str:
             async with plain.get(f"http://127.0.0.1:{port}/metrics") as resp:
@@ -428,6 +438,7 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
             await _until("vpa run ready", ready, run_proc, work / "vpa-run.log", 600)
             ready_s = time.monotonic() - started
             steal["ready"] = steal_now()
+            edges["ready"] = time.monotonic()
             stall_initial = _metric(await scrape(), "vpa_event_loop_lag_max_seconds") * 1000
             if stalls_out is not None:
                 timed["ready"] = await _save_stalls(
@@ -453,6 +464,7 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
                              work / "vpa-run.log", 600)  # fmt: skip
                 first_loop_s = time.monotonic() - started
             during_first = await probe.finish()
+            edges["first"] = time.monotonic()
             cpu_first = _cpu_window(cpu_start, cpu_seconds(processes), time.monotonic() - started,
                                     during_first)
             metrics_text = await scrape()
@@ -484,6 +496,7 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
                     ("vpa run peak RSS so far", f"{rss_first:.0f} MiB", ""),
                     ("CPU used from start to the first loop's end", "by process", cpu_first),
                     *_steal_rows(steal, first_loop_s, None, ready_s),
+                    *_witness_rows(await asyncio.to_thread(witness.finish), edges),
                 ]  # fmt: skip
                 return rows, rec_ok
 
@@ -531,6 +544,7 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
             await force_relist()
             relist_started = time.monotonic()
             steal["relist"] = steal_now()
+            edges["relist"] = relist_started
 
             async def relisted() -> bool:  # the pods and the VPAs, at least
                 now = await scrape()
@@ -554,6 +568,7 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
             relist_s = time.monotonic() - relist_started
             steal["relist end"] = steal_now()
             during_relist = await probe.finish()
+            edges["relist end"] = time.monotonic()
             cpu_relist = _cpu_window(cpu_relist_start, cpu_seconds(processes),
                                      time.monotonic() - relist_started, during_relist)
             stall_relist = _metric(await scrape(), "vpa_event_loop_lag_max_seconds") * 1000
@@ -624,6 +639,7 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
                      "the verdict above also wants no lag over 20 ms in the first loop, since start"))
         rows += _timed_rows(timed)
         rows += _steal_rows(steal, first_loop_s, relist_s, ready_s)
+        rows += _witness_rows(await asyncio.to_thread(witness.finish), edges)
         if probe.errors:
             rows.append(("webhook probe errors", f"{probe.errors}", ""))
     except BaseException:
@@ -639,6 +655,8 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
             await tally.close()
         if probe is not None:
             await probe.close()
+        if witness is not None:
+            await asyncio.to_thread(witness.finish, 1.0)  # a no-op once the rows have it
         if kube is not None:
             await kube.close()
         await _stop(run_proc)
@@ -647,15 +665,15 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
     return rows, ok
 
 
-async def _save_stalls(session: aiohttp.ClientSession, port: int, out: Path, when: str) -> float | None:
+async def _save_stalls(session: aiohttp.ClientSession, port: int, out: Path, when: str) -> Timed | None:
     """Append `vpa run`'s /debug/stalls report (served with --profiling) to `out` and have it forget what it
     reported, so that each window's report stands alone; return the longest stall of the main event loop
-    it lists, in ms (its first entry; None when it lists none)."""
+    it lists and its CPU time, in ms (its first entry; None when it lists none)."""
     async with session.get(f"http://127.0.0.1:{port}/debug/stalls", params={"reset": "1"}) as resp:
         report = await resp.text()
     with out.open("a") as file:
         file.write(f"=== {when}\n{report}\n")
-    return _longest_stall_ms(report)
+    return _longest_stall(report)
 
 
 def _cpu_window(before: dict[str, float], after: dict[str, float], wall_s: float,
@@ -665,15 +683,21 @@ def _cpu_window(before: dict[str, float], after: dict[str, float], wall_s: float
     return f"{cpu_row(before, after, wall_s)}; the webhook probe {probe.get('cpu', 0.0):.1f} s"
 
 
-def _timed_rows(timed: dict[str, float | None]) -> list[tuple[str, str, str]]:
+def _timed_rows(timed: Mapping[str, Timed | None]) -> list[tuple[str, str, str]]:
     """With --stalls: the longest stall the probe timed (1 ms heartbeat, every stall over 5 ms) in each window
-    (start to ready, ready to the first loop's end, the forced relist); it perturbs what it times, a
-    little."""
+    (start to ready, ready to the first loop's end, the forced relist), with the loop thread's CPU time in
+    it where the report gives it; it perturbs what it times, a little."""
     if not timed:
         return []
     when = {"ready": "up to ready", "first": "ready to the first loop's end", "relist": "the relist"}
-    parts = [f"{when[k]} {'none' if v is None else f'{v:.1f} ms'}" for k, v in timed.items()]
-    worst = max((v for v in timed.values() if v is not None), default=0.0)
+
+    def one(found: Timed | None) -> str:
+        if found is None:
+            return "none"
+        return f"{found[0]:.1f} ms" + ("" if found[1] is None else f" (on a CPU {found[1]:.1f} ms of it)")
+
+    parts = [f"{when[k]} {one(v)}" for k, v in timed.items()]
+    worst = max((v[0] for v in timed.values() if v is not None), default=0.0)
     return [("longest stall timed by --profiling", f"{worst:.1f} ms", "; ".join(parts))]
 
 
@@ -696,11 +720,29 @@ def _steal_rows(steal: Mapping[str, float | None], first_loop_s: float, relist_s
     return rows
 
 
-def _longest_stall_ms(report: str) -> float | None:
-    """The first `--- N ms` entry of a /debug/stalls report, before its admission webhook's section."""
+def _witness_rows(samples: list[Any], edges: Mapping[str, float]) -> list[tuple[str, str, str]]:
+    """`vpa run`'s loop thread as `ThreadWitness` saw it from outside, up to ready, from ready to the first
+    loop's end and in the relist: its longest span without a CPU while runnable (the hypervisor's) and its
+    longest wait for one (the machine's contention), beside the lags measured in the same windows."""
+    spans = {"start to ready (the initial LISTs)": ("start", "ready"),
+             "ready to the first loop's end": ("ready", "first"),
+             "the relist": ("relist", "relist end")}
+    found: dict[str, Window] = windows(samples, {
+        label: (edges[a], edges[b]) for label, (a, b) in spans.items() if a in edges and b in edges})
+    return [(f"vpa run's loop thread, {label}", f"{window.longest_stolen_s * 1000:.1f} ms without a CPU",
+             window.describe() + " (sampled every 2 ms from another process)")
+            for label, window in found.items() if window.wall_s > 0]
+
+
+def _longest_stall(report: str) -> Timed | None:
+    """The first `--- N ms` entry of a /debug/stalls report, before its admission webhook's section, and the
+    loop thread's CPU time in it (None where the report does not give it)."""
     main_loop = report.split("=== the admission webhook's event loop", 1)[0]
-    found = re.search(r"^--- ([0-9.]+) ms", main_loop, re.MULTILINE)
-    return float(found.group(1)) if found else None
+    found = re.search(r"^--- ([0-9.]+) ms(.*)$", main_loop, re.MULTILINE)
+    if not found:
+        return None
+    cpu = re.search(r"the loop thread on a CPU ([0-9.]+) ms", found.group(2))
+    return float(found.group(1)), float(cpu.group(1)) if cpu else None
 
 
 async def _loops_at_least(scrape: Any, n: float) -> bool:

@@ -1,13 +1,15 @@
-"""The benchmarks' shared helpers: the event loop they run `vpa run`'s code on and the steal they report."""
+"""The benchmarks' shared helpers: the event loop they run `vpa run`'s code on, the steal they report and
+the ticker that times and attributes their stalls."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 import uvloop
 
-from benchmarks import run_loop, steal_share
+from benchmarks import LoopTicker, Stall, run_loop, steal_share
 
 
 def test_benchmarks_run_the_components_on_the_loop_vpa_run_uses() -> None:
@@ -33,3 +35,34 @@ def test_a_windows_steal_is_given_as_seconds_and_a_share_of_the_cpus(
 ) -> None:
     monkeypatch.setattr("benchmarks.os.cpu_count", lambda: cpus)
     assert steal_share(start, end, seconds) == expected
+
+
+def test_a_stall_is_described_by_its_parts() -> None:
+    stall = Stall(seconds=0.0227, span_s=0.0237, cpu_s=0.0051, wait_s=0.0003, own_s=0.0098)
+    assert stall.describe() == ("22.7 ms (of its 23.7 ms: on a CPU 5.1, waiting for one 0.3, neither 18.3);"
+                                " the loop's own longest 9.8 ms")
+    assert "waiting" not in Stall(0.01, 0.011, 0.011, None, 0.01).describe()  # no per-thread statistics
+
+
+def test_the_ticker_tells_a_loop_held_on_a_cpu_from_one_blocked_off_it() -> None:
+    async def measure() -> tuple[Stall, Stall]:
+        ticker = LoopTicker()
+        ticker.start()
+        await asyncio.sleep(0.02)
+        end = time.perf_counter() + 0.04
+        while time.perf_counter() < end:  # held on a CPU: its own work
+            pass
+        await asyncio.sleep(0.02)
+        busy = ticker.window()
+        await asyncio.sleep(0.02)
+        time.sleep(0.04)  # noqa: ASYNC251 - the point: held off any CPU
+        await asyncio.sleep(0.02)
+        return busy, await ticker.stop()
+
+    busy, blocked = run_loop(measure())
+    assert busy.seconds >= 0.035
+    assert busy.cpu_s >= 0.010  # all 40 ms but for what a loaded machine's hypervisor takes away
+    assert busy.own_s >= 0.010
+    assert blocked.seconds >= 0.035
+    assert blocked.cpu_s < 0.010
+    assert blocked.own_s < 0.010  # the window began afresh: the busy stall is not in it

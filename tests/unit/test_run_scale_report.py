@@ -1,7 +1,8 @@
 """`benchmarks.run_scale` reads the longest main-loop stall from a `/debug/stalls` report, not the webhook's
 loop's, gives the hypervisor's steal of each window, counts a window's lag samples over 20 ms, and tells the
 webhook probe's first review (and its connection) apart from the rest, and warms the probe's client against
-another server than the webhook, at best effort."""
+another server than the webhook, at best effort, and sets each window's span without a CPU (the witness's)
+beside its lags."""
 
 from __future__ import annotations
 
@@ -16,19 +17,22 @@ from benchmarks.run_scale import (
     _lag_window,
     _lags_detail,
     _lags_over,
-    _longest_stall_ms,
+    _longest_stall,
     _percentiles,
     _steal_rows,
     _timed_rows,
     _webhook_detail,
+    _witness_rows,
     probe_context,
     warm_client,
 )
+from benchmarks.witness import Sample
 from vpa.sim.apiserver.tls import generate_certs
 
 REPORT = """stalls over 5 ms: 12; GC total 0.010 s
 
---- 26.1 ms, 1 samples, GC 0.0 ms (longest 0.0 ms (generation -1, thread -))
+--- 26.1 ms, 1 samples, the loop thread on a CPU 4.2 ms of the 28.1 ms between its heartbeats, GC 0.0 ms \
+(longest 0.0 ms (generation -1, thread -))
   stack seen 1x:
     vpa/kube/watching.py:411 _parse_page
 
@@ -42,20 +46,23 @@ stalls over 5 ms: 1; GC total 0.010 s, longest collection 2.0 ms (generation 0, 
 
 
 def test_the_main_loops_first_entry_is_its_longest_stall() -> None:
-    assert _longest_stall_ms(REPORT) == 26.1
+    assert _longest_stall(REPORT) == (26.1, 4.2)
+    older = REPORT.replace("the loop thread on a CPU 4.2 ms of the 28.1 ms between its heartbeats, ", "")
+    assert _longest_stall(older) == (26.1, None)  # a report from before it said
 
 
 def test_a_report_without_main_loop_stalls_has_none() -> None:
     webhook_only = "stalls over 5 ms: 0\n\n=== the admission webhook's event loop\n--- 54.7 ms, 1 samples\n"
-    assert _longest_stall_ms(webhook_only) is None
+    assert _longest_stall(webhook_only) is None
 
 
 def test_the_timed_row_names_each_window_and_the_worst() -> None:
     assert _timed_rows({}) == []
-    ((name, value, detail),) = _timed_rows({"ready": 26.1, "first": None, "relist": 32.1})
+    ((name, value, detail),) = _timed_rows({"ready": (26.1, None), "first": None, "relist": (32.1, 4.2)})
     assert name == "longest stall timed by --profiling"
     assert value == "32.1 ms"
-    assert detail == "up to ready 26.1 ms; ready to the first loop's end none; the relist 32.1 ms"
+    assert detail == ("up to ready 26.1 ms; ready to the first loop's end none; the relist 32.1 ms "
+                      "(on a CPU 4.2 ms of it)")
 
 
 def test_the_steal_rows_give_each_windows_share_of_the_machines_cpu_time(
@@ -74,6 +81,22 @@ def test_the_steal_rows_give_each_windows_share_of_the_machines_cpu_time(
     assert with_ready[0] == ("hypervisor steal: start to ready (the initial LISTs)", "0.20 s",
                              "of 2 CPUs' 10 s (2.0%), /proc/stat")
     assert with_ready[1:] == [first, relist]
+
+
+def test_the_witness_rows_give_each_windows_longest_span_without_a_cpu() -> None:
+    # On a CPU 10-11 s (CPU time at 4 ms ticks), a vCPU taken away for 30 ms at 20.0 s, asleep from 20.1 s.
+    samples = [Sample(10 + i * 0.002, "R", (i * 0.002 // 0.004) * 0.004, 0.0) for i in range(500)]
+    samples += [Sample(20 + i * 0.002, "R", 1.0, 0.0) for i in range(16)]
+    samples += [Sample(20.032 + i * 0.002, "R", 1.004 + (i * 0.002 // 0.004) * 0.004, 0.0) for i in range(30)]
+    samples += [Sample(20.1 + i * 0.01, "S", 1.06, 0.0) for i in range(10)]
+    rows = _witness_rows(samples, {"start": 10.0, "ready": 11.0, "first": 21.0})
+    assert [row[0] for row in rows] == ["vpa run's loop thread, start to ready (the initial LISTs)",
+                                        "vpa run's loop thread, ready to the first loop's end"]
+    ready, first = rows
+    assert float(ready[1].split(" ms")[0]) < 4.0
+    assert float(first[1].split(" ms")[0]) == pytest.approx(30.0, abs=4.0)
+    assert first[2].endswith("(sampled every 2 ms from another process)")
+    assert _witness_rows([], {"start": 10.0, "ready": 11.0}) == []  # a sampler that never answered
 
 
 def _lags(counts: dict[str, int]) -> str:

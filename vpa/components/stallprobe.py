@@ -11,7 +11,10 @@ as text for `/debug/stalls`. With `count_waiting`, samples in which the loop thr
 (waiting to be scheduled or for the GIL) count too, as a stall of no code of its own. Where the kernel keeps
 per-thread scheduler statistics (`/proc/self/task/<tid>/schedstat`), each stall also says how much of it,
 from its detection (`threshold_s` in) to its end, the loop thread spent runnable but waiting for a CPU: that
-tells the machine's CPU contention apart from waiting for the GIL. Where the kernel reports steal time (a
+tells the machine's CPU contention apart from waiting for the GIL. Each stall also says how much CPU time
+the loop thread spent between the heartbeats around it (`time.thread_time`, read by the heartbeat itself):
+its own work, for a thread the kernel counts as running on a vCPU the hypervisor took away earns none.
+Where the kernel reports steal time (a
 virtual machine whose vCPUs the hypervisor takes away: `/proc/stat`, the `cpu` line's eighth value), each
 stall also says how much steal the machine's CPUs (summed) accrued from the last heartbeat before it to the
 first after it (in the kernel's 10 ms ticks): a stall the process could not have prevented, with one sample
@@ -61,6 +64,7 @@ class Stall:
     run_delay_at_start: float | None = None  # the loop thread's run-queue wait so far, at its detection
     cpu_wait_seconds: float | None = None  # from its detection to its end, spent runnable awaiting a CPU
     steal_seconds: float | None = None  # the machine's CPUs' steal (summed) from its start to its end
+    cpu_seconds: float = 0.0  # the loop thread's CPU time between the heartbeats around it
 
 
 def _stack(frame: FrameType | None, depth: int) -> tuple[Frame, ...]:
@@ -157,6 +161,7 @@ class StallProbe:
         self._schedstat: str | None = None
         self._stat_fd: int | None = None
         self._steal_at_beat: float | None = None
+        self._cpu_at_beat = 0.0
 
     # ----------------------------------------------------------------------------------- lifecycle
 
@@ -167,6 +172,7 @@ class StallProbe:
             self._schedstat = None
         self._stat_fd = open_stat()
         self._steal_at_beat = steal_s(self._stat_fd)
+        self._cpu_at_beat = time.thread_time()
         self._heartbeat = time.perf_counter()
         self._task = asyncio.ensure_future(self._beat())
         self._task.set_name("stall-probe")
@@ -190,14 +196,15 @@ class StallProbe:
 
     async def _beat(self) -> None:
         while True:
-            now = time.perf_counter()
+            now, cpu = time.perf_counter(), time.thread_time()
             steal = steal_s(self._stat_fd)  # 9 µs a read: every beat, so that a stall's start has one
             with self._lock:
                 if self._current is not None:
                     # Read under the lock: after the stall's own start value, which the sampler sets under it.
-                    self._close(now, _run_delay(self._schedstat), steal)
+                    self._close(now, _run_delay(self._schedstat), steal, cpu)
                 self._heartbeat = now
                 self._steal_at_beat = steal
+                self._cpu_at_beat = cpu
             await asyncio.sleep(self._beat_s)
 
     # ------------------------------------------------------------------------------- observation
@@ -250,13 +257,17 @@ class StallProbe:
                     if current is self._current:
                         current.run_delay_at_start = run_delay
 
-    def _close(self, now: float, run_delay: float | None = None, steal: float | None = None) -> None:
-        """End the current stall at `now`; `steal` is the machine's steal now (the last heartbeat's value,
-        `_steal_at_beat`, is the stall's start)."""
+    def _close(self, now: float, run_delay: float | None = None, steal: float | None = None,
+               cpu: float | None = None) -> None:
+        """End the current stall at `now`; `steal` is the machine's steal now and `cpu` the loop thread's
+        CPU time now (the last heartbeat's values, `_steal_at_beat` and `_cpu_at_beat`, are the stall's
+        start)."""
         stall = self._current
         assert stall is not None
         self._current = None
         stall.seconds = now - stall.started - self._beat_s
+        if cpu is not None:
+            stall.cpu_seconds = cpu - self._cpu_at_beat
         if run_delay is not None and stall.run_delay_at_start is not None:
             stall.cpu_wait_seconds = run_delay - stall.run_delay_at_start
         if steal is not None and self._steal_at_beat is not None:
@@ -282,8 +293,10 @@ class StallProbe:
                   f"{gc_total:.3f} s, longest collection {gc_longest[0] * 1000:.1f} ms "
                   f"{_where(gc_longest)}\n")  # fmt: skip
         for stall in longest:
-            cpu_wait = ("" if stall.cpu_wait_seconds is None
-                        else f", waiting for a CPU {stall.cpu_wait_seconds * 1000:.1f} ms")
+            cpu_wait = (f", the loop thread on a CPU {stall.cpu_seconds * 1000:.1f} ms of the "
+                        f"{(stall.seconds + self._beat_s) * 1000:.1f} ms between its heartbeats")
+            if stall.cpu_wait_seconds is not None:
+                cpu_wait += f", waiting for a CPU {stall.cpu_wait_seconds * 1000:.1f} ms"
             if stall.steal_seconds is not None:
                 cpu_wait += f", hypervisor steal {stall.steal_seconds * 1000:.0f} ms"
             out.write(f"\n--- {stall.seconds * 1000:.1f} ms, {stall.samples} samples{cpu_wait}, GC "

@@ -1,6 +1,7 @@
 """`StallProbe` on a loop of its own thread (the webhook's): a stall caused by another thread holding the GIL
 is counted as waiting, the other thread's stack at that moment is in the report, and so is (where the kernel
-keeps scheduler statistics) how much of the stall the loop's thread spent waiting for a CPU."""
+keeps scheduler statistics) how much of the stall the loop's thread spent waiting for a CPU, and how much
+it spent on one."""
 
 from __future__ import annotations
 
@@ -84,6 +85,30 @@ async def test_a_stall_says_how_long_its_thread_waited_for_a_cpu() -> None:
     assert "waiting for a CPU" in heading, report
     cpu_wait_ms = float(heading.split("waiting for a CPU ", 1)[1].split(" ms", 1)[0])
     assert 0.0 <= cpu_wait_ms < stall_ms / 2, report
+    assert _on_a_cpu_ms(heading) < stall_ms / 2, report  # asleep: no CPU time of its own
+
+
+def _on_a_cpu_ms(heading: str) -> float:
+    return float(heading.split("the loop thread on a CPU ", 1)[1].split(" ms", 1)[0])
+
+
+async def test_a_stall_says_how_much_of_it_the_loop_thread_ran() -> None:
+    """A loop held by a busy callback: the stall's CPU time, read by the heartbeat on the loop's own thread,
+    is most of it (all of it but what a loaded machine's hypervisor takes away)."""
+    probe = StallProbe()
+    probe.start()
+    try:
+        await asyncio.sleep(0.02)
+        end = time.perf_counter() + 0.08
+        while time.perf_counter() < end:
+            pass
+        await asyncio.sleep(0.02)
+        report = probe.render()
+    finally:
+        await probe.stop()
+    heading = report.split("\n--- ", 2)[1].split("\n", 1)[0]
+    assert float(heading.split(" ms", 1)[0]) >= 70.0, report
+    assert _on_a_cpu_ms(heading) >= 30.0, report
 
 
 def test_steal_is_read_from_the_cpu_line_or_nothing(tmp_path: Path) -> None:

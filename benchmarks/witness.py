@@ -1,0 +1,164 @@
+"""A witness of another process's thread: how much of a window it ran, waited for a CPU, or got none at all.
+
+Owns: `ThreadWitness`, a sampler in a process of its own (it shares no GIL with the thread it watches nor
+with the benchmark) that reads the watched thread's state, CPU time and run-queue wait
+(`/proc/<pid>/task/<tid>/stat` and `schedstat`: also how often it was switched onto a CPU) every
+`period_s`, and `windows`, the pure reading of those samples over the benchmark's windows (`Window`). While
+the thread runs without being switched off its CPU, its CPU time accounts for the time unless the
+hypervisor took the vCPU away: the guest kernel still counts a stolen thread as running, but it earns no
+CPU time (`_window` says how the kernel's late bookkeeping is allowed for). `benchmarks.run_scale` gives
+each window's longest span without a CPU beside the event-loop lags it measures, so that a lag the
+hypervisor made is told apart from one of the process's own making.
+
+Must not: sample faster than the kernel's statistics are worth (a few ms), or touch the watched process.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+
+class Sample(NamedTuple):
+    """One reading: `time.monotonic()`, the thread's state letter, CPU time and run-queue wait (seconds), and
+    how many times it has been switched onto a CPU."""
+
+    at: float
+    state: str
+    cpu_s: float
+    wait_s: float
+    switches: int = 0
+
+
+@dataclass(frozen=True)
+class Window:
+    """What a window's samples show of the thread: `wall_s` covered by samples, `cpu_s` on a CPU, `wait_s`
+    runnable in the run queue, `stolen_s` on its CPU as the guest kernel sees it (running, never switched
+    off) but earning no CPU time: the hypervisor's; the longest span of that (to within a scheduler tick)
+    and the longest wait for a CPU (as the kernel adds them up: one wait, or those that ended between two
+    samples)."""
+
+    wall_s: float = 0.0
+    cpu_s: float = 0.0
+    wait_s: float = 0.0
+    stolen_s: float = 0.0
+    longest_stolen_s: float = 0.0
+    longest_wait_s: float = 0.0
+
+    def describe(self) -> str:
+        if self.wall_s <= 0:
+            return "no samples"
+        on_cpu = self.cpu_s / self.wall_s * 100
+        return (f"longest span without a CPU {self.longest_stolen_s * 1000:.1f} ms"
+                f" (in all {self.stolen_s:.2f} s); longest wait for a CPU"
+                f" {self.longest_wait_s * 1000:.1f} ms (in all {self.wait_s:.2f} s);"
+                f" on a CPU {on_cpu:.0f}% of {self.wall_s:.1f} s")
+
+
+def read_sample(stat_fd: Any, schedstat_fd: Any) -> Sample | None:
+    """One `Sample` from open (unbuffered, binary) `stat` and `schedstat` files, or None once the thread
+    is gone."""
+    try:
+        stat_fd.seek(0)
+        raw = stat_fd.read()
+        schedstat_fd.seek(0)
+        cpu, wait, switches = schedstat_fd.read().split()[:3]
+    except (OSError, ValueError):
+        return None
+    state = raw[raw.rindex(b")") + 2:].split(b" ", 1)[0].decode()
+    return Sample(time.monotonic(), state, int(cpu) / 1e9, int(wait) / 1e9, int(switches))
+
+
+def _sample(pid: int, tid: int, period_s: float, stop: Any, conn: Any) -> None:
+    samples: list[Sample] = []
+    try:
+        with open(f"/proc/{pid}/task/{tid}/stat", "rb", buffering=0) as stat, \
+                open(f"/proc/{pid}/task/{tid}/schedstat", "rb", buffering=0) as schedstat:
+            while not stop.is_set():
+                sample = read_sample(stat, schedstat)
+                if sample is None:
+                    break
+                samples.append(sample)
+                time.sleep(period_s)
+    except OSError:
+        pass
+    conn.send(samples)
+    conn.close()
+
+
+def windows(samples: Sequence[Sample], edges: Mapping[str, tuple[float, float]]) -> dict[str, Window]:
+    """Each named window (`time.monotonic()` from, to) read from the samples taken inside it."""
+    return {name: _window(s for s in samples if start <= s.at <= end) for name, (start, end) in edges.items()}
+
+
+def _window(samples: Iterable[Sample]) -> Window:
+    """The window's sums and its longest spans. Time without a CPU is read between consecutive settled
+    samples (ones after which the thread's CPU time had advanced) with every sample between them in state
+    `R` and the thread never switched off its CPU meanwhile (a switch is a wait for a CPU, or a block too
+    short to be sampled: a wait for the GIL, the main thread giving way to the webhook): their wall time
+    less the CPU time added meanwhile. The kernel brings a running thread's CPU time up to date at its
+    scheduler ticks, so a tick's worth of it at most is late; a vCPU the hypervisor took away is never
+    accounted for, and the guest switches no thread off it. Such intervals, each mostly unaccounted for,
+    make one span when they follow one another."""
+    wall = cpu = wait = stolen = longest_stolen = longest_wait = 0.0
+    span = 0.0  # the current span without a CPU
+    since: Sample | None = None  # the last settled sample of the current run of `R` samples
+    previous: Sample | None = None
+    for sample in samples:
+        if previous is not None:
+            gap = sample.at - previous.at
+            d_cpu, d_wait = sample.cpu_s - previous.cpu_s, sample.wait_s - previous.wait_s
+            wall, cpu, wait = wall + gap, cpu + d_cpu, wait + d_wait
+            longest_wait = max(longest_wait, d_wait)
+        if sample.state != "R":
+            since, span = None, 0.0
+        elif since is None:
+            since = sample
+        elif sample.switches != since.switches:
+            since, span = sample, 0.0
+        elif previous is not None and sample.cpu_s > previous.cpu_s:
+            interval = sample.at - since.at
+            lost = interval - (sample.cpu_s - since.cpu_s)
+            if lost > interval / 2:
+                stolen += lost
+                span += lost
+                longest_stolen = max(longest_stolen, span)
+            else:
+                span = 0.0
+            since = sample
+        previous = sample
+    return Window(wall, cpu, wait, stolen, longest_stolen, longest_wait)
+
+
+class ThreadWitness:
+    """Samples thread `tid` of process `pid` from a process of its own from `start()` to `finish()`."""
+
+    def __init__(self, pid: int, tid: int | None = None, period_s: float = 0.002) -> None:
+        self._pid, self._tid, self._period = pid, pid if tid is None else tid, period_s
+        self._process: Any = None
+        self._stop: Any = None
+        self._conn: Any = None
+
+    def start(self) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        self._stop = ctx.Event()
+        self._conn, sender = ctx.Pipe(duplex=False)
+        args = (self._pid, self._tid, self._period, self._stop, sender)
+        self._process = ctx.Process(target=_sample, args=args, daemon=True, name="thread-witness")
+        self._process.start()
+        sender.close()
+
+    def finish(self, timeout_s: float = 30.0) -> list[Sample]:
+        """Stop sampling; every sample taken (none if the sampler did not answer within `timeout_s`)."""
+        if self._process is None:
+            return []
+        self._stop.set()
+        samples: list[Sample] = self._conn.recv() if self._conn.poll(timeout_s) else []
+        self._process.join(5)
+        if self._process.is_alive():
+            self._process.terminate()
+        self._process = None
+        return samples

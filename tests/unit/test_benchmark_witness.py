@@ -1,0 +1,104 @@
+"""`benchmarks.witness`: a watched thread's time told apart into CPU, waits for a CPU and time without one,
+from samples that carry the kernel's own late bookkeeping (CPU time added at 4 ms ticks, a wait added when
+it ends)."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.witness import Sample, Window, windows
+
+TICK = 0.004
+PERIOD = 0.002
+
+
+def _running(start: float, seconds: float, cpu: float, wait: float = 0.0, switches: int = 0) -> list[Sample]:
+    """A thread on a CPU throughout, sampled every 2 ms, its CPU time seen only at each 4 ms tick."""
+    out, t = [], 0.0
+    while t < seconds:
+        ticks = int((t + 1e-9) / TICK)
+        out.append(Sample(start + t, "R", cpu + ticks * TICK, wait, switches))
+        t += PERIOD
+    return out
+
+
+def _stretch(samples: list[Sample], start: float, seconds: float, state: str = "R") -> list[Sample]:
+    """Samples every 2 ms for `seconds` after the last one, its counters frozen (no CPU, no wait added)."""
+    last = samples[-1]
+    return [Sample(start + i * PERIOD, state, last.cpu_s, last.wait_s, last.switches)
+            for i in range(1, int(seconds / PERIOD) + 1)]
+
+
+def _after(samples: list[Sample], seconds: float, wait_added: float = 0.0, switched: int = 0) -> list[Sample]:
+    """The thread on a CPU again; `switched`: how often it was switched off and back on meanwhile."""
+    last = samples[-1]
+    return _running(last.at + PERIOD, seconds, last.cpu_s + TICK, last.wait_s + wait_added,
+                    last.switches + switched)
+
+
+def _one(samples: list[Sample]) -> Window:
+    return windows(samples, {"w": (samples[0].at, samples[-1].at)})["w"]
+
+
+def test_a_thread_always_on_a_cpu_has_no_span_without_one_beyond_the_kernels_tick() -> None:
+    window = _one(_running(100.0, 2.0, cpu=5.0))
+    assert window.longest_stolen_s < TICK
+    assert window.stolen_s < TICK
+    assert window.cpu_s == pytest.approx(window.wall_s, abs=TICK)
+    assert window.longest_wait_s == 0.0
+
+
+def test_a_vcpu_taken_away_for_20_ms_is_one_span_of_20_ms() -> None:
+    before = _running(100.0, 0.2, cpu=5.0)
+    stolen = _stretch(before, before[-1].at, 0.020)
+    samples = before + stolen + _after(stolen, 0.2)
+    window = _one(samples)
+    assert window.longest_stolen_s == pytest.approx(0.020, abs=TICK)
+    assert window.stolen_s == pytest.approx(0.020, abs=TICK)
+    assert window.longest_wait_s == 0.0
+
+
+def test_a_wait_for_a_cpu_is_a_wait_and_no_span_without_one() -> None:
+    before = _running(100.0, 0.2, cpu=5.0)
+    waiting = _stretch(before, before[-1].at, 0.010)  # runnable, its wait added once it ends
+    samples = before + waiting + _after(waiting, 0.2, wait_added=0.010 + PERIOD, switched=1)
+    window = _one(samples)
+    assert window.longest_stolen_s < TICK
+    assert window.longest_wait_s == pytest.approx(0.012)
+
+
+def test_blocks_too_short_to_be_sampled_are_no_span_without_a_cpu() -> None:
+    """Waits for the GIL, or the main thread giving way to the webhook: state `R` at every sample, no CPU
+    time meanwhile, but the thread was switched off its CPU and back, which a stolen vCPU never is."""
+    before = _running(100.0, 0.2, cpu=5.0)
+    blocked = _stretch(before, before[-1].at, 0.020)
+    window = _one(before + blocked + _after(blocked, 0.2, switched=6))
+    assert window.longest_stolen_s < TICK
+    assert window.stolen_s < TICK
+
+
+def test_time_asleep_is_neither_a_wait_nor_a_span_without_a_cpu() -> None:
+    before = _running(100.0, 0.2, cpu=5.0)
+    asleep = _stretch(before, before[-1].at, 0.5, state="S")
+    window = _one(before + asleep + _after(asleep, 0.2))
+    assert window.longest_stolen_s < TICK
+    assert window.stolen_s < TICK
+    assert window.cpu_s < window.wall_s - 0.4
+
+
+def test_a_window_reads_only_the_samples_inside_it() -> None:
+    before = _running(100.0, 0.2, cpu=5.0)
+    stolen = _stretch(before, before[-1].at, 0.030)
+    samples = before + stolen + _after(stolen, 0.2)
+    found = windows(samples, {"before": (100.0, 100.19), "all": (100.0, 101.0), "later": (200.0, 201.0)})
+    assert found["before"].longest_stolen_s < TICK
+    assert found["all"].longest_stolen_s == pytest.approx(0.030, abs=TICK)
+    assert found["later"] == Window()
+    assert found["later"].describe() == "no samples"
+
+
+def test_a_window_describes_its_spans_and_its_share_on_a_cpu() -> None:
+    window = Window(wall_s=10.0, cpu_s=9.0, wait_s=0.25, stolen_s=0.5, longest_stolen_s=0.0156,
+                    longest_wait_s=0.003)
+    assert window.describe() == ("longest span without a CPU 15.6 ms (in all 0.50 s); longest wait for a CPU "
+                                 "3.0 ms (in all 0.25 s); on a CPU 90% of 10.0 s")
