@@ -173,3 +173,38 @@ def test_without_a_running_loop_each_wait_is_bounded_alone() -> None:
     deference = Deference(max_wait_s=0.05, pass_max_s=0.001)
     _on_thread(deference.enter)  # never left
     assert 0.04 <= _timed_defer(deference) <= 0.05 + 0.02
+
+
+def test_a_timer_that_falls_due_in_a_slice_runs_before_the_next_slice_on_uvloop() -> None:
+    """The loop `vpa run` uses: a timer (the lag monitor's, a lease renewal's) that fell due while a slice
+    ran wakes its task ahead of the slice's next step, so a tick waits for one slice, not two."""
+    import uvloop
+
+    async def run() -> list[str]:
+        log: list[str] = []
+        done = asyncio.Event()
+
+        async def ticker() -> None:
+            while not done.is_set():
+                log.append("tick")
+                await asyncio.sleep(0.001)  # due within every 3 ms slice
+
+        async def paced() -> None:
+            slices = Slices(0.003)
+            for _ in range(600):  # 60 ms of items, about 20 slices
+                _item()
+                if slices.due():
+                    log.append("slice")
+                    await slices.pause()
+            done.set()
+
+        ticking = asyncio.create_task(ticker())
+        await asyncio.sleep(0.002)
+        await paced()
+        await ticking
+        return log
+
+    log = uvloop.run(run())
+    assert log.count("slice") >= 10
+    pattern = "".join("s" if entry == "slice" else "t" for entry in log)
+    assert "ss" not in pattern, pattern  # never two slices without a tick between them

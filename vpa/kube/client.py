@@ -16,7 +16,6 @@ generated models on hot paths, or know about VPAs or pods beyond URL shapes.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import random
 import socket
@@ -34,7 +33,7 @@ from yarl import URL
 
 from vpa.kube.ratelimiting import ServerPacing, TokenBucket
 from vpa.model.clock import Clock
-from vpa.pacing import DEFERENCE
+from vpa.pacing import DEFERENCE, turn
 
 JsonObj = dict[str, Any]
 Query = Mapping[str, str | int | bool] | Sequence[tuple[str, str | int | bool]]
@@ -328,7 +327,7 @@ async def _read_chunks(resp: aiohttp.ClientResponse) -> list[bytes]:
     async for chunk in resp.content.iter_chunked(STREAM_CHUNK_BYTES):
         if chunks:
             DEFERENCE.defer()
-            await asyncio.sleep(0)
+            await turn()
         chunks.append(chunk)
     return chunks
 
