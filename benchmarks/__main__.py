@@ -10,6 +10,7 @@ import importlib
 import sys
 
 BENCHMARKS: dict[str, str] = {
+    "cpu_floor": "benchmarks.cpu_floor",
     "sim_list": "benchmarks.sim_list",
     "sim_scale": "benchmarks.sim_scale",
     "watch_cache": "benchmarks.watch_cache",

@@ -729,7 +729,7 @@ def _witness_rows(samples: list[Any], edges: Mapping[str, float]) -> list[tuple[
              "the relist": ("relist", "relist end")}
     found: dict[str, Window] = windows(samples, {
         label: (edges[a], edges[b]) for label, (a, b) in spans.items() if a in edges and b in edges})
-    return [(f"vpa run's loop thread, {label}", f"{window.longest_stolen_s * 1000:.1f} ms without a CPU",
+    return [(f"vpa run's loop thread, {label}", f"≥ {window.longest_stolen_s * 1000:.1f} ms without a CPU",
              window.describe() + " (sampled every 2 ms from another process)")
             for label, window in found.items() if window.wall_s > 0]
 

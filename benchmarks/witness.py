@@ -39,7 +39,10 @@ class Window:
     runnable in the run queue, `stolen_s` on its CPU as the guest kernel sees it (running, never switched
     off) but earning no CPU time: the hypervisor's; the longest span of that (to within a scheduler tick)
     and the longest wait for a CPU (as the kernel adds them up: one wait, or those that ended between two
-    samples)."""
+    samples). Both steal figures are lower bounds: time stolen between two samples in which the thread was
+    also switched (a wait for the GIL, for a CPU) is not counted, and a thread that switches every few
+    hundred microseconds (`vpa run`'s main thread, the GIL shared with the webhook's) has few stretches
+    without a switch."""
 
     wall_s: float = 0.0
     cpu_s: float = 0.0
@@ -52,7 +55,7 @@ class Window:
         if self.wall_s <= 0:
             return "no samples"
         on_cpu = self.cpu_s / self.wall_s * 100
-        return (f"longest span without a CPU {self.longest_stolen_s * 1000:.1f} ms"
+        return (f"longest span without a CPU at least {self.longest_stolen_s * 1000:.1f} ms"
                 f" (in all {self.stolen_s:.2f} s); longest wait for a CPU"
                 f" {self.longest_wait_s * 1000:.1f} ms (in all {self.wait_s:.2f} s);"
                 f" on a CPU {on_cpu:.0f}% of {self.wall_s:.1f} s")

@@ -66,3 +66,25 @@ def test_the_ticker_tells_a_loop_held_on_a_cpu_from_one_blocked_off_it() -> None
     assert blocked.seconds >= 0.035
     assert blocked.cpu_s < 0.010
     assert blocked.own_s < 0.010  # the window began afresh: the busy stall is not in it
+
+
+def test_the_cpu_floor_is_the_longest_gap_its_cpu_time_did_not_cover(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A spinning thread reads its clocks every 0.1 ms of CPU; once, the vCPU is taken away for 20 ms (no
+    read happens meanwhile: the next one finds the wall clock 20 ms on and its CPU time where it was)."""
+    from benchmarks import cpu_floor
+
+    reads = {"wall": 0, "cpu": 0}
+
+    def wall() -> float:
+        reads["wall"] += 1
+        return reads["wall"] * 0.0001 + (0.020 if reads["wall"] > 1000 else 0.0)
+
+    def cpu() -> float:
+        reads["cpu"] += 1
+        return reads["cpu"] * 0.0001
+
+    monkeypatch.setattr("benchmarks.cpu_floor.time.perf_counter", wall)
+    monkeypatch.setattr("benchmarks.cpu_floor.time.thread_time", cpu)
+    longest, share = cpu_floor.spin(0.5)
+    assert longest == pytest.approx(0.020, abs=0.0002)
+    assert share == pytest.approx(0.020 / 0.5, abs=0.002)

@@ -100,5 +100,5 @@ def test_a_window_reads_only_the_samples_inside_it() -> None:
 def test_a_window_describes_its_spans_and_its_share_on_a_cpu() -> None:
     window = Window(wall_s=10.0, cpu_s=9.0, wait_s=0.25, stolen_s=0.5, longest_stolen_s=0.0156,
                     longest_wait_s=0.003)
-    assert window.describe() == ("longest span without a CPU 15.6 ms (in all 0.50 s); longest wait for a CPU "
-                                 "3.0 ms (in all 0.25 s); on a CPU 90% of 10.0 s")
+    assert window.describe() == ("longest span without a CPU at least 15.6 ms (in all 0.50 s); longest wait "
+                                 "for a CPU 3.0 ms (in all 0.25 s); on a CPU 90% of 10.0 s")
