@@ -14,11 +14,11 @@ from its detection (`threshold_s` in) to its end, the loop thread spent runnable
 tells the machine's CPU contention apart from waiting for the GIL. Each stall also says how much CPU time
 the loop thread spent between the heartbeats around it (`time.thread_time`, read by the heartbeat itself):
 its own work, for a thread the kernel counts as running on a vCPU the hypervisor took away earns none.
-Where the kernel reports steal time (a
-virtual machine whose vCPUs the hypervisor takes away: `/proc/stat`, the `cpu` line's eighth value), each
-stall also says how much steal the machine's CPUs (summed) accrued from the last heartbeat before it to the
-first after it (in the kernel's 10 ms ticks): a stall the process could not have prevented, with one sample
-(no thread of the process ran meanwhile) and steal of its length, tells itself apart.
+Where the kernel reports steal time (a virtual machine whose vCPUs the hypervisor takes away: `/proc/stat`,
+the `cpu` line's eighth value), each stall also says how much steal the machine's CPUs (summed) accrued
+from the last heartbeat before it to the first after it (in the kernel's 10 ms ticks): a stall the process
+could not have prevented, with one sample (no thread of the process ran meanwhile) and steal of its
+length, tells itself apart.
 
 Must not: run unless asked (`--profiling`: the thread takes the GIL every few milliseconds while the loop is
 stalled, which lengthens the stall it observes by a little), touch anything but its own state, or raise
