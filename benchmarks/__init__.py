@@ -23,7 +23,6 @@ import asyncio
 import dataclasses
 import logging
 import os
-import threading
 import time
 from collections.abc import Coroutine
 from dataclasses import dataclass
@@ -32,7 +31,8 @@ from typing import Any, TypeVar
 import structlog
 import uvloop
 
-from vpa.components.stallprobe import open_stat, steal_s
+from vpa.cancelling import cancel_and_wait
+from vpa.components.stallprobe import open_schedstat, open_stat, run_delay_s, steal_s
 
 T = TypeVar("T")
 
@@ -77,26 +77,6 @@ def steal_share(start: float | None, end: float | None, seconds: float) -> str:
 
 
 # ------------------------------------------------------------------------------------ stalls, attributed
-
-
-def _open_thread_schedstat() -> int | None:
-    """A descriptor of the calling thread's `schedstat` (CPU time, run-queue wait; nanoseconds), or None."""
-    try:
-        fd = os.open(f"/proc/self/task/{threading.get_native_id()}/schedstat", os.O_RDONLY)
-    except OSError:
-        return None
-    if _read_schedstat(fd) is None:
-        os.close(fd)
-        return None
-    return fd
-
-
-def _read_schedstat(fd: int) -> tuple[int, int] | None:
-    try:
-        fields = os.pread(fd, 128, 0).split()
-        return int(fields[0]), int(fields[1])
-    except (OSError, IndexError, ValueError):
-        return None
 
 
 @dataclass(frozen=True)
@@ -147,7 +127,7 @@ class LoopTicker:
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
-        self._fd = _open_thread_schedstat()
+        self._fd = open_schedstat()
         self._task = asyncio.ensure_future(self._tick())
 
     def window(self) -> Stall:
@@ -159,8 +139,7 @@ class LoopTicker:
     async def stop(self) -> Stall:
         """Stop ticking; the last window's figures."""
         if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
+            await cancel_and_wait((self._task,))
             self._task = None
         if self._fd is not None:
             os.close(self._fd)
@@ -172,9 +151,7 @@ class LoopTicker:
         thread's clock (up to date when read; schedstat's own CPU total is only brought up to date at the
         scheduler's ticks), the wait schedstat's (the loop thread reads it while running: its waits so far
         have ended and are counted)."""
-        now, cpu = time.perf_counter(), time.thread_time()
-        read = None if self._fd is None else _read_schedstat(self._fd)
-        return now, cpu, None if read is None else read[1] / 1e9
+        return time.perf_counter(), time.thread_time(), run_delay_s(self._fd)
 
     async def _tick(self) -> None:
         before, cpu_before, wait_before = self._times()

@@ -36,7 +36,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any, Final
@@ -85,14 +85,19 @@ def _stack(frame: FrameType | None, depth: int) -> tuple[Frame, ...]:
     return tuple(out)
 
 
-def _run_delay(path: str | None) -> float | None:
-    """A thread's total time spent runnable but waiting for a CPU (seconds; schedstat's second field), or
-    None where the kernel does not keep it."""
-    if path is None:
+def open_schedstat() -> int | None:
+    """A descriptor of the calling thread's scheduler statistics (`/proc/self/task/<tid>/schedstat`: CPU
+    time, run-queue wait, times run), readable from any thread, or None where the kernel keeps none."""
+    return _opened(f"/proc/self/task/{threading.get_native_id()}/schedstat", run_delay_s)
+
+
+def run_delay_s(fd: int | None) -> float | None:
+    """That thread's total time spent runnable but waiting for a CPU (seconds; schedstat's second field), or
+    None."""
+    if fd is None:
         return None
     try:
-        with open(path, "rb") as f:
-            return int(f.read().split()[1]) / 1e9
+        return int(os.pread(fd, 128, 0).split()[1]) / 1e9
     except (OSError, IndexError, ValueError):
         return None
 
@@ -102,11 +107,16 @@ _TICK_S: Final = 1.0 / (os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 
 
 def open_stat() -> int | None:
     """A descriptor of `/proc/stat` whose `cpu` line has a steal value, or None (not Linux, too old)."""
+    return _opened("/proc/stat", steal_s)
+
+
+def _opened(path: str, read: Callable[[int], float | None]) -> int | None:
+    """A descriptor of `path` that `read` makes sense of, or None (closed again)."""
     try:
-        fd = os.open("/proc/stat", os.O_RDONLY)
+        fd = os.open(path, os.O_RDONLY)
     except OSError:
         return None
-    if steal_s(fd) is None:
+    if read(fd) is None:
         os.close(fd)
         return None
     return fd
@@ -158,7 +168,7 @@ class StallProbe:
         self._gc_started = 0.0
         self._gc_seconds_total = 0.0
         self._gc_longest: tuple[float, int, str] = (0.0, -1, "")
-        self._schedstat: str | None = None
+        self._schedstat_fd: int | None = None
         self._stat_fd: int | None = None
         self._steal_at_beat: float | None = None
         self._cpu_at_beat = 0.0
@@ -167,9 +177,7 @@ class StallProbe:
 
     def start(self) -> None:
         self._loop_thread = threading.get_ident()
-        self._schedstat = f"/proc/self/task/{threading.get_native_id()}/schedstat"
-        if _run_delay(self._schedstat) is None:
-            self._schedstat = None
+        self._schedstat_fd = open_schedstat()
         self._stat_fd = open_stat()
         self._steal_at_beat = steal_s(self._stat_fd)
         self._cpu_at_beat = time.thread_time()
@@ -190,9 +198,10 @@ class StallProbe:
             await cancel_and_wait((self._task,))
         if self._thread is not None:
             await asyncio.to_thread(self._thread.join, 1.0)
-        if self._stat_fd is not None:
-            os.close(self._stat_fd)
-            self._stat_fd = None
+        for fd in (self._stat_fd, self._schedstat_fd):
+            if fd is not None:
+                os.close(fd)
+        self._stat_fd = self._schedstat_fd = None
 
     async def _beat(self) -> None:
         while True:
@@ -201,7 +210,7 @@ class StallProbe:
             with self._lock:
                 if self._current is not None:
                     # Read under the lock: after the stall's own start value, which the sampler sets under it.
-                    self._close(now, _run_delay(self._schedstat), steal, cpu)
+                    self._close(now, run_delay_s(self._schedstat_fd), steal, cpu)
                 self._heartbeat = now
                 self._steal_at_beat = steal
                 self._cpu_at_beat = cpu
@@ -252,7 +261,7 @@ class StallProbe:
                 current = self._current
             del frames
             if new:  # read outside the lock and after the frames: the read gives the GIL away
-                run_delay = _run_delay(self._schedstat)
+                run_delay = run_delay_s(self._schedstat_fd)
                 with self._lock:
                     if current is self._current:
                         current.run_delay_at_start = run_delay

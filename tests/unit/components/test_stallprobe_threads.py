@@ -15,18 +15,34 @@ from pathlib import Path
 import pytest
 
 from vpa.components.loop_thread import LoopThread
-from vpa.components.stallprobe import _TICK_S, WAITING, StallProbe, _run_delay, steal_s
-
-SCHEDSTAT = f"/proc/self/task/{threading.get_native_id()}/schedstat"
+from vpa.components.stallprobe import _TICK_S, WAITING, StallProbe, open_schedstat, run_delay_s, steal_s
 
 
-def test_run_delay_reads_the_threads_scheduler_wait_or_nothing() -> None:
-    assert _run_delay(None) is None
-    assert _run_delay("/proc/self/task/0/no-such-file") is None
-    delay = _run_delay(SCHEDSTAT)
-    if delay is None:
+def _keeps_schedstat() -> bool:
+    fd = open_schedstat()
+    if fd is not None:
+        os.close(fd)
+    return fd is not None
+
+
+def test_run_delay_reads_the_threads_scheduler_wait_or_nothing(tmp_path: Path) -> None:
+    assert run_delay_s(None) is None
+    garbled = tmp_path / "schedstat"
+    garbled.write_bytes(b"no numbers\n")
+    fd = os.open(garbled, os.O_RDONLY)
+    try:
+        assert run_delay_s(fd) is None
+    finally:
+        os.close(fd)
+    own = open_schedstat()
+    if own is None:
         pytest.skip("this kernel keeps no per-thread scheduler statistics")
-    assert delay >= 0.0
+    try:
+        delay = run_delay_s(own)
+        assert delay is not None
+        assert delay >= 0.0
+    finally:
+        os.close(own)
 
 
 def _hold_the_gil_in_one_c_call(values: list[float]) -> None:
@@ -68,7 +84,7 @@ async def test_a_webhook_loop_stall_names_the_main_threads_code() -> None:
 async def test_a_stall_says_how_long_its_thread_waited_for_a_cpu() -> None:
     """A loop held by a blocking sleep: its thread neither runs nor waits for a CPU, and the report says
     so (the time runnable in the run queue is a part of the stall, here next to nothing)."""
-    if _run_delay(SCHEDSTAT) is None:
+    if not _keeps_schedstat():
         pytest.skip("this kernel keeps no per-thread scheduler statistics")
     probe = StallProbe()
     probe.start()
