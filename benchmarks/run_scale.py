@@ -29,7 +29,10 @@ reports, from its /metrics and the API:
   the relist: time in which no process of the benchmark could run;
 - in the same windows, `vpa run`'s event-loop thread seen from another process (`benchmarks.witness`,
   every 2 ms): its longest span runnable but without a CPU (a vCPU the hypervisor took away) and its longest
-  wait for a CPU, so that a lag over 20 ms can be set against time the thread was given no CPU.
+  wait for a CPU, so that a lag over 20 ms can be set against time the thread was given no CPU;
+- each window's three slowest reviews (after the first), each beside what the witness saw of the webhook's
+  thread (found by its kernel name) and of the loop thread while it lasted: on a CPU, waiting for one,
+  without one, off one (blocked: for the GIL, on its socket).
 
 Targets (issue 12): every VPA recommended ≤ 60 s after start, no 429 storm, steady loops within the
 interval, stalls ≤ 20 ms, webhook p99 ≤ 10 ms and max ≤ 20 ms, RSS ≤ 400 MiB. Loads of about 25 minutes on
@@ -92,7 +95,8 @@ from benchmarks.control_plane import (
     is_running,
     settle_cluster,
 )
-from benchmarks.witness import ThreadWitness, Window, windows
+from benchmarks.witness import MAIN, Sample, ThreadWitness, Window, around, windows
+from vpa.components.webhook import SERVING_THREAD
 from vpa.pacing import DEFER_PASS_MAX_S
 
 TARGET_RECOMMENDED_S = 60.0
@@ -214,15 +218,16 @@ def _probe_process(port: int, body: bytes, stop: Any, conn: Any, warm_url: str) 
     warm_client(ctx, warm_url, body)
     cpu_started = time.process_time()
     samples: list[float] = []
+    starts: list[float] = []
     errors = 0
     first_connect = 0.0
     connection = http.client.HTTPSConnection("127.0.0.1", port, context=ctx, timeout=10)
     while not stop.is_set():
-        started = time.perf_counter()
+        started = time.monotonic()  # the clock the witness samples by, in another process
         try:
             if not samples and not errors:
                 connection.connect()  # the first review's TCP connect and TLS handshake, timed apart
-                first_connect = time.perf_counter() - started
+                first_connect = time.monotonic() - started
             connection.request("POST", "/", body=body, headers={"Content-Type": "application/json"})
             resp = connection.getresponse()
             raw = resp.read()
@@ -233,14 +238,24 @@ def _probe_process(port: int, body: bytes, stop: Any, conn: Any, warm_url: str) 
                 first_connect = 0.0  # the first sample will come over a later connection
             connection.close()
             connection = http.client.HTTPSConnection("127.0.0.1", port, context=ctx, timeout=10)
-        elapsed = time.perf_counter() - started
+        elapsed = time.monotonic() - started
         if ok:
             samples.append(elapsed)
+            starts.append(started)
         else:
             errors += 1
             time.sleep(0.05)
         time.sleep(0.002)  # about 300 reviews/s at most: a steady trickle, not a load test
-    conn.send((samples, errors, first_connect, time.process_time() - cpu_started))
+    conn.send((samples, errors, first_connect, time.process_time() - cpu_started, _slowest(starts, samples)))
+
+
+SLOWEST = 3
+"""How many of a window's slowest reviews `run_scale` sets beside what the witness saw of both threads."""
+
+
+def _slowest(starts: list[float], samples: list[float], n: int = SLOWEST) -> list[tuple[float, float]]:
+    """The `n` slowest reviews after the first (which also connects), slowest first: (start, seconds)."""
+    return sorted(zip(starts[1:], samples[1:], strict=True), key=lambda review: -review[1])[:n]
 
 
 class WebhookProbe:
@@ -252,6 +267,8 @@ class WebhookProbe:
         self._warm_url = warm_url
         self._ctx = multiprocessing.get_context("spawn")
         self.errors = 0
+        self.slowest: list[tuple[float, float]] = []
+        """The last window's slowest reviews (`_slowest`)."""
         self._stop: Any = None
         self._proc: Any = None
         self._conn: Any = None
@@ -268,7 +285,7 @@ class WebhookProbe:
         """Stop the probe; its latency percentiles (`_percentiles`) and `cpu`, the CPU-seconds the probe
         used from its first review on."""
         self._stop.set()
-        samples, errors, first_connect, cpu_s = await asyncio.to_thread(self._conn.recv)
+        samples, errors, first_connect, cpu_s, self.slowest = await asyncio.to_thread(self._conn.recv)
         await asyncio.to_thread(self._proc.join, 10)
         self.errors += errors
         return {**_percentiles(list(samples), first_connect), "cpu": cpu_s}
@@ -412,7 +429,7 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
             work / "vpa-run.log",
         )  # fmt: skip
         started = time.monotonic()
-        witness = ThreadWitness(run_proc.pid)  # its main thread, the event loop's
+        witness = ThreadWitness(run_proc.pid, named=(SERVING_THREAD,))  # the event loop's and the webhook's
         witness.start()
         edges = {"start": started}
         processes[run_proc.pid] = "vpa run"
@@ -421,6 +438,7 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
         plain = aiohttp.ClientSession()
         text: dict[str, str] = {"t": ""}
         timed: dict[str, Timed | None] = {}  # longest stalls the --profiling probe timed, by window
+        slowest: dict[str, list[tuple[float, float]]] = {}  # the slowest reviews (start, s), by window
 
         async def scrape() -> str:
             async with plain.get(f"http://127.0.0.1:{port}/metrics") as resp:
@@ -464,6 +482,7 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
                              work / "vpa-run.log", 600)  # fmt: skip
                 first_loop_s = time.monotonic() - started
             during_first = await probe.finish()
+            slowest["the first loop"] = probe.slowest
             edges["first"] = time.monotonic()
             cpu_first = _cpu_window(cpu_start, cpu_seconds(processes), time.monotonic() - started,
                                     during_first)
@@ -496,7 +515,7 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
                     ("vpa run peak RSS so far", f"{rss_first:.0f} MiB", ""),
                     ("CPU used from start to the first loop's end", "by process", cpu_first),
                     *_steal_rows(steal, first_loop_s, None, ready_s),
-                    *_witness_rows(await asyncio.to_thread(witness.finish), edges),
+                    *_seen_rows(await asyncio.to_thread(witness.finish), edges, slowest),
                 ]  # fmt: skip
                 return rows, rec_ok
 
@@ -568,6 +587,7 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
             relist_s = time.monotonic() - relist_started
             steal["relist end"] = steal_now()
             during_relist = await probe.finish()
+            slowest["the relist"] = probe.slowest
             edges["relist end"] = time.monotonic()
             cpu_relist = _cpu_window(cpu_relist_start, cpu_seconds(processes),
                                      time.monotonic() - relist_started, during_relist)
@@ -639,7 +659,7 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
                      "the verdict above also wants no lag over 20 ms in the first loop, since start"))
         rows += _timed_rows(timed)
         rows += _steal_rows(steal, first_loop_s, relist_s, ready_s)
-        rows += _witness_rows(await asyncio.to_thread(witness.finish), edges)
+        rows += _seen_rows(await asyncio.to_thread(witness.finish), edges, slowest)
         if probe.errors:
             rows.append(("webhook probe errors", f"{probe.errors}", ""))
     except BaseException:
@@ -720,7 +740,14 @@ def _steal_rows(steal: Mapping[str, float | None], first_loop_s: float, relist_s
     return rows
 
 
-def _witness_rows(samples: list[Any], edges: Mapping[str, float]) -> list[tuple[str, str, str]]:
+def _seen_rows(seen: Mapping[str, list[Sample]], edges: Mapping[str, float],
+               slowest: Mapping[str, list[tuple[float, float]]]) -> list[tuple[str, str, str]]:
+    """What the witness saw: each window's loop thread (`_witness_rows`), then each window's slowest reviews
+    (`_review_rows`)."""
+    return _witness_rows(seen.get(MAIN, []), edges) + _review_rows(seen, slowest)
+
+
+def _witness_rows(samples: list[Sample], edges: Mapping[str, float]) -> list[tuple[str, str, str]]:
     """`vpa run`'s loop thread as `ThreadWitness` saw it from outside, up to ready, from ready to the first
     loop's end and in the relist: its longest span without a CPU while runnable (the hypervisor's) and its
     longest wait for one (the machine's contention), beside the lags measured in the same windows."""
@@ -732,6 +759,28 @@ def _witness_rows(samples: list[Any], edges: Mapping[str, float]) -> list[tuple[
     return [(f"vpa run's loop thread, {label}", f"≥ {window.longest_stolen_s * 1000:.1f} ms without a CPU",
              window.describe() + " (sampled every 2 ms from another process)")
             for label, window in found.items() if window.wall_s > 0]
+
+
+def _review_rows(seen: Mapping[str, list[Sample]],
+                 slowest: Mapping[str, list[tuple[float, float]]]) -> list[tuple[str, str, str]]:
+    """Each window's slowest reviews, each with what the witness saw of the webhook's thread and of the
+    loop thread while it lasted: where a review's time went (the webhook's thread on a CPU, waiting for one,
+    without one, or off a CPU: blocked on the GIL or its socket), and what the other thread did meanwhile."""
+    rows = []
+    for label, reviews in slowest.items():
+        for start, seconds in reviews:
+            parts = [f"{who}: {_brief(around(seen[key], start, start + seconds))}"
+                     for key, who in ((SERVING_THREAD, "webhook thread"), (MAIN, "loop thread"))
+                     if len(seen.get(key, ())) > 1]
+            rows.append((f"a slowest review, {label}", f"{seconds * 1000:.1f} ms",
+                         "; ".join(parts) or "the witness saw neither thread"))
+    return rows
+
+
+def _brief(window: Window) -> str:
+    return (f"on a CPU {window.cpu_s * 1000:.1f}, waiting for one {window.wait_s * 1000:.1f}, without one "
+            f"≥ {window.stolen_s * 1000:.1f}, off a CPU {window.off_cpu_s * 1000:.1f} of "
+            f"{window.wall_s * 1000:.1f} ms sampled")
 
 
 def _longest_stall(report: str) -> Timed | None:

@@ -3,7 +3,9 @@
 Owns: `ThreadWitness`, a sampler in a process of its own (it shares no GIL with the thread it watches nor
 with the benchmark) that reads the watched thread's state, CPU time and run-queue wait
 (`/proc/<pid>/task/<tid>/stat` and `schedstat`: also how often it was switched onto a CPU) every
-`period_s`, and `windows`, the pure reading of those samples over the benchmark's windows (`Window`). While
+`period_s`, and those of the process's threads named in the kernel as asked (the webhook's); `windows`,
+the pure reading of those samples over the benchmark's windows (`Window`), and `around`, over a span as
+short as one review. While
 the thread runs without being switched off its CPU, its CPU time accounts for the time unless the
 hypervisor took the vCPU away: the guest kernel still counts a stolen thread as running, but it earns no
 CPU time (`_window` says how the kernel's late bookkeeping is allowed for). `benchmarks.run_scale` gives
@@ -15,11 +17,13 @@ Must not: sample faster than the kernel's statistics are worth (a few ms), or to
 
 from __future__ import annotations
 
+import bisect
 import multiprocessing
+import os
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 
 class Sample(NamedTuple):
@@ -51,6 +55,12 @@ class Window:
     longest_stolen_s: float = 0.0
     longest_wait_s: float = 0.0
 
+    @property
+    def off_cpu_s(self) -> float:
+        """Neither on a CPU, nor waiting for one, nor without one while running: blocked (on the GIL, a
+        lock, a socket) or asleep."""
+        return max(0.0, self.wall_s - self.cpu_s - self.wait_s - self.stolen_s)
+
     def describe(self) -> str:
         if self.wall_s <= 0:
             return "no samples"
@@ -75,26 +85,87 @@ def read_sample(stat_fd: Any, schedstat_fd: Any) -> Sample | None:
     return Sample(time.monotonic(), state, int(cpu) / 1e9, int(wait) / 1e9, int(switches))
 
 
-def _sample(pid: int, tid: int, period_s: float, stop: Any, conn: Any) -> None:
-    samples: list[Sample] = []
+def _sample(pid: int, tid: int, named: tuple[str, ...], period_s: float, stop: Any, conn: Any) -> None:
+    seen: dict[str, list[Sample]] = {MAIN: []}
+    watched: dict[str, tuple[Any, Any]] = {}
+    looked = 0.0
     try:
-        with open(f"/proc/{pid}/task/{tid}/stat", "rb", buffering=0) as stat, \
-                open(f"/proc/{pid}/task/{tid}/schedstat", "rb", buffering=0) as schedstat:
-            while not stop.is_set():
-                sample = read_sample(stat, schedstat)
-                if sample is None:
-                    break
-                samples.append(sample)
-                time.sleep(period_s)
+        watched[MAIN] = _open(pid, tid)
+        while MAIN in watched and not stop.is_set():
+            if len(watched) < len(named) + 1 and time.monotonic() - looked > _LOOK_EVERY_S:
+                looked = time.monotonic()
+                for name, found in _tids_named(pid, [n for n in named if n not in seen]).items():
+                    watched[name], seen[name] = _open(pid, found), []
+            for name, files in list(watched.items()):
+                sample = read_sample(*files)
+                if sample is not None:
+                    seen[name].append(sample)
+                else:  # the thread is gone; sampling ends with the watched one
+                    _close(watched.pop(name))
+            time.sleep(period_s)
     except OSError:
         pass
-    conn.send(samples)
+    finally:
+        for files in watched.values():
+            _close(files)
+    conn.send(seen)
     conn.close()
+
+
+MAIN: Final = "main"
+"""The key of the watched thread's own samples in what `ThreadWitness.finish` returns."""
+
+_LOOK_EVERY_S: Final = 0.05
+"""How often the sampler looks for a named thread it has not found yet."""
+
+
+def _open(pid: int, tid: int) -> tuple[Any, Any]:
+    stat = open(f"/proc/{pid}/task/{tid}/stat", "rb", buffering=0)  # noqa: SIM115 (closed by _close)
+    try:
+        return stat, open(f"/proc/{pid}/task/{tid}/schedstat", "rb", buffering=0)
+    except OSError:
+        stat.close()
+        raise
+
+
+def _close(files: tuple[Any, Any]) -> None:
+    for f in files:
+        f.close()
+
+
+def _tids_named(pid: int, names: Sequence[str]) -> dict[str, int]:
+    """The threads of `pid` whose kernel name (`comm`, at most 15 bytes) is one of `names` cut as the kernel
+    cuts it."""
+    wanted = {name[:15]: name for name in names}
+    found: dict[str, int] = {}
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/comm") as comm:
+                name = wanted.get(comm.read().strip())
+        except OSError:
+            continue
+        if name is not None and name not in found:
+            found[name] = int(task)
+    return found
 
 
 def windows(samples: Sequence[Sample], edges: Mapping[str, tuple[float, float]]) -> dict[str, Window]:
     """Each named window (`time.monotonic()` from, to) read from the samples taken inside it."""
     return {name: _window(s for s in samples if start <= s.at <= end) for name, (start, end) in edges.items()}
+
+
+def around(samples: Sequence[Sample], start: float, end: float) -> Window:
+    """The window from the last sample at or before `start` to the first at or after `end`: a span shorter
+    than a few sampling periods (one review) read from the samples on either side of it, so up to a period
+    longer at each end."""
+    ats = [s.at for s in samples]
+    first = max(0, bisect.bisect_right(ats, start) - 1)
+    last = bisect.bisect_left(ats, end)
+    return _window(samples[first:last + 1])
 
 
 def _window(samples: Iterable[Sample]) -> Window:
@@ -137,10 +208,14 @@ def _window(samples: Iterable[Sample]) -> Window:
 
 
 class ThreadWitness:
-    """Samples thread `tid` of process `pid` from a process of its own from `start()` to `finish()`."""
+    """Samples thread `tid` of process `pid` (its main thread by default) from a process of its own from
+    `start()` to `finish()`, and beside it the threads of that process named `named` in the kernel
+    (`vpa.components.loop_thread.name_os_thread`) once they appear."""
 
-    def __init__(self, pid: int, tid: int | None = None, period_s: float = 0.002) -> None:
+    def __init__(self, pid: int, tid: int | None = None, period_s: float = 0.002,
+                 named: Sequence[str] = ()) -> None:
         self._pid, self._tid, self._period = pid, pid if tid is None else tid, period_s
+        self._named = tuple(named)
         self._process: Any = None
         self._stop: Any = None
         self._conn: Any = None
@@ -149,19 +224,20 @@ class ThreadWitness:
         ctx = multiprocessing.get_context("spawn")
         self._stop = ctx.Event()
         self._conn, sender = ctx.Pipe(duplex=False)
-        args = (self._pid, self._tid, self._period, self._stop, sender)
+        args = (self._pid, self._tid, self._named, self._period, self._stop, sender)
         self._process = ctx.Process(target=_sample, args=args, daemon=True, name="thread-witness")
         self._process.start()
         sender.close()
 
-    def finish(self, timeout_s: float = 30.0) -> list[Sample]:
-        """Stop sampling; every sample taken (none if the sampler did not answer within `timeout_s`)."""
+    def finish(self, timeout_s: float = 30.0) -> dict[str, list[Sample]]:
+        """Stop sampling; every sample taken, by thread: `MAIN` for the thread watched, each name of `named`
+        found (nothing if the sampler did not answer within `timeout_s`)."""
         if self._process is None:
-            return []
+            return {}
         self._stop.set()
-        samples: list[Sample] = self._conn.recv() if self._conn.poll(timeout_s) else []
+        seen: dict[str, list[Sample]] = self._conn.recv() if self._conn.poll(timeout_s) else {}
         self._process.join(5)
         if self._process.is_alive():
             self._process.terminate()
         self._process = None
-        return samples
+        return seen

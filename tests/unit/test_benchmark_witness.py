@@ -1,12 +1,18 @@
 """`benchmarks.witness`: a watched thread's time told apart into CPU, waits for a CPU and time without one,
 from samples that carry the kernel's own late bookkeeping (CPU time added at 4 ms ticks, a wait added when
-it ends)."""
+it ends), and the threads of a process found by their kernel names."""
 
 from __future__ import annotations
 
+import os
+import sys
+import threading
+import time
+
 import pytest
 
-from benchmarks.witness import Sample, Window, windows
+from benchmarks.witness import MAIN, Sample, ThreadWitness, Window, _tids_named, around, windows
+from vpa.components.loop_thread import name_os_thread
 
 TICK = 0.004
 PERIOD = 0.002
@@ -102,3 +108,49 @@ def test_a_window_describes_its_spans_and_its_share_on_a_cpu() -> None:
                     longest_wait_s=0.003)
     assert window.describe() == ("longest span without a CPU at least 15.6 ms (in all 0.50 s); longest wait "
                                  "for a CPU 3.0 ms (in all 0.25 s); on a CPU 90% of 10.0 s")
+
+
+def test_a_span_shorter_than_the_samples_is_read_from_the_samples_on_either_side() -> None:
+    samples = _running(100.0, 0.2, cpu=5.0)
+    stolen = _stretch(samples, samples[-1].at, 0.020)
+    samples += stolen + _after(stolen, 0.2)
+    inside = around(samples, stolen[2].at + 0.0005, stolen[6].at + 0.0005)  # between samples, both ends
+    assert inside.wall_s == pytest.approx(5 * PERIOD)  # from stolen[2] to stolen[7]
+    assert inside.cpu_s == 0.0
+    assert around(samples, 50.0, 50.1).wall_s == 0.0  # before any sample: the first alone
+    assert around([], 1.0, 2.0) == Window()
+
+
+def test_time_off_a_cpu_is_what_is_left_of_the_window() -> None:
+    assert Window(wall_s=0.020, cpu_s=0.004, wait_s=0.003, stolen_s=0.001).off_cpu_s == pytest.approx(0.012)
+    assert Window(wall_s=0.010, cpu_s=0.011).off_cpu_s == 0.0  # the kernel's late tick, not negative
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc and the kernel's thread names")
+def test_the_witness_samples_a_thread_found_by_its_kernel_name_once_it_appears() -> None:
+    witness = ThreadWitness(os.getpid(), named=("witnessed-thread-long-name", "never-started"))
+    witness.start()
+    stop = threading.Event()
+
+    def spin() -> None:
+        name_os_thread("witnessed-thread-long-name")
+        while not stop.is_set():
+            sum(range(1000))
+
+    time.sleep(0.2)  # the sampler runs before the thread exists
+    thread = threading.Thread(target=spin)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not _tids_named(os.getpid(), ["witnessed-thread-long-name"]) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.5)
+    finally:
+        stop.set()
+        thread.join()
+    seen = witness.finish()
+    assert set(seen) == {MAIN, "witnessed-thread-long-name"}
+    spun = seen["witnessed-thread-long-name"]
+    assert len(spun) > 10
+    assert spun[-1].cpu_s > spun[0].cpu_s  # its own CPU time, not the main thread's
+    assert seen[MAIN][0].at < spun[0].at

@@ -2,7 +2,7 @@
 loop's, gives the hypervisor's steal of each window, counts a window's lag samples over 20 ms, and tells the
 webhook probe's first review (and its connection) apart from the rest, and warms the probe's client against
 another server than the webhook, at best effort, and sets each window's span without a CPU (the witness's)
-beside its lags."""
+beside its lags, and each window's slowest reviews beside what the witness saw of both threads meanwhile."""
 
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ from benchmarks.run_scale import (
     _lags_over,
     _longest_stall,
     _percentiles,
+    _review_rows,
+    _slowest,
     _steal_rows,
     _timed_rows,
     _webhook_detail,
@@ -26,7 +28,8 @@ from benchmarks.run_scale import (
     probe_context,
     warm_client,
 )
-from benchmarks.witness import Sample
+from benchmarks.witness import MAIN, Sample
+from vpa.components.webhook import SERVING_THREAD
 from vpa.sim.apiserver.tls import generate_certs
 
 REPORT = """stalls over 5 ms: 12; GC total 0.010 s
@@ -97,6 +100,39 @@ def test_the_witness_rows_give_each_windows_longest_span_without_a_cpu() -> None
     assert float(first[1].removeprefix("≥ ").split(" ms")[0]) == pytest.approx(30.0, abs=4.0)
     assert first[2].endswith("(sampled every 2 ms from another process)")
     assert _witness_rows([], {"start": 10.0, "ready": 11.0}) == []  # a sampler that never answered
+
+
+def test_the_slowest_reviews_leave_out_the_first_and_come_slowest_first() -> None:
+    starts = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+    seconds = [0.050, 0.002, 0.021, 0.003, 0.009, 0.025]  # the first opened the connection
+    assert _slowest(starts, seconds) == [(6.0, 0.025), (3.0, 0.021), (5.0, 0.009)]
+    assert _slowest(starts[:2], seconds[:2]) == [(2.0, 0.002)]
+    assert _slowest([], []) == []
+
+
+def _steady(start: float, seconds: float, cpu_share: float, state: str = "R") -> list[Sample]:
+    """Every 2 ms for `seconds`: `cpu_share` of the time on a CPU, the rest off one (no wait, no steal)."""
+    n = int(seconds / 0.002)
+    return [Sample(start + i * 0.002, state, i * 0.002 * cpu_share, 0.0, i) for i in range(n)]
+
+
+def test_a_slow_review_is_set_beside_both_threads_time_while_it_lasted() -> None:
+    # The webhook's thread off a CPU (blocked) nine tenths of the time, the loop thread on one throughout.
+    seen = {SERVING_THREAD: _steady(10.0, 1.0, cpu_share=0.1, state="S"), MAIN: _steady(10.0, 1.0, 1.0)}
+    rows = _review_rows(seen, {"the first loop": [(10.5, 0.020)], "the relist": []})
+    assert len(rows) == 1
+    label, value, detail = rows[0]
+    assert (label, value) == ("a slowest review, the first loop", "20.0 ms")
+    webhook, loop = detail.split("; ")
+    assert webhook.startswith(
+        "webhook thread: on a CPU 2.0, waiting for one 0.0, without one ≥ 0.0, off a CPU 18.0")
+    assert loop.startswith("loop thread: on a CPU 20.0,")
+    assert webhook.endswith("of 20.0 ms sampled")
+
+
+def test_a_review_the_witness_did_not_see_says_so() -> None:
+    rows = _review_rows({MAIN: []}, {"the relist": [(10.5, 0.020)]})
+    assert rows == [("a slowest review, the relist", "20.0 ms", "the witness saw neither thread")]
 
 
 def _lags(counts: dict[str, int]) -> str:

@@ -102,6 +102,8 @@ from vpa.pacing import DEFERENCE
 
 log = structlog.get_logger(__name__)
 
+SERVING_THREAD: Final = "admission-webhook"
+"""The name of the thread the webhook serves on, in Python and (its first 15 bytes) in the kernel."""
 MAX_BODY_BYTES: Final = 5 * 1024 * 1024
 # The patch memo: entries are keyed on a 16-byte digest of the containers (never the containers themselves)
 # and bounded in bytes; a patch larger than PATCH_MEMO_ENTRY_BYTES (absurdly long names) is not kept.
@@ -819,7 +821,7 @@ class AdmissionController:
         )
         self.serving = False
         self._runner: web.AppRunner | None = None
-        self.serving_thread = LoopThread("admission-webhook")
+        self.serving_thread = LoopThread(SERVING_THREAD)
         self.arrivals = Arrivals(DEFERENCE)
         self.stall_probe: StallProbe | None = None
         if ctx.settings.common.profiling:

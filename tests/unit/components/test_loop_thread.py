@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 import sys
 import threading
+from pathlib import Path
 
 import pytest
 import uvloop
 
-from vpa.components.loop_thread import SWITCH_INTERVAL_S, LoopThread, on_loop
+from vpa.components.loop_thread import OS_NAME_MAX, SWITCH_INTERVAL_S, LoopThread, on_loop
 
 
 async def _where() -> tuple[str, asyncio.AbstractEventLoop]:
@@ -165,3 +166,19 @@ async def test_spawn_starts_the_thread_without_blocking_the_callers_loop(
         stop.set()
         await counter
         await thread.stop()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the kernel's thread names are Linux's")
+async def test_the_thread_carries_its_name_in_the_kernel_cut_to_what_the_kernel_keeps() -> None:
+    thread = LoopThread("admission-webhook")
+    thread.start()
+    try:
+        tid = await thread.call(_native_id())
+        comm = Path(f"/proc/self/task/{tid}/comm").read_text()
+        assert comm.strip() == "admission-webhook"[:OS_NAME_MAX]
+    finally:
+        await thread.stop()
+
+
+async def _native_id() -> int:
+    return threading.get_native_id()
