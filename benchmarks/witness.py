@@ -3,14 +3,14 @@
 Owns: `ThreadWitness`, a sampler in a process of its own (it shares no GIL with the thread it watches nor
 with the benchmark) that reads the watched thread's state, CPU time and run-queue wait
 (`/proc/<pid>/task/<tid>/stat` and `schedstat`: also how often it was switched onto a CPU) every
-`period_s`, and those of the process's threads named in the kernel as asked (the webhook's); `windows`,
-the pure reading of those samples over the benchmark's windows (`Window`), and `around`, over a span as
-short as one review. While
-the thread runs without being switched off its CPU, its CPU time accounts for the time unless the
-hypervisor took the vCPU away: the guest kernel still counts a stolen thread as running, but it earns no
-CPU time (`_window` says how the kernel's late bookkeeping is allowed for). `benchmarks.run_scale` gives
-each window's longest span without a CPU beside the event-loop lags it measures, so that a lag the
-hypervisor made is told apart from one of the process's own making.
+`period_s`, and those of the process's threads named in the kernel as asked (the webhook's); `windows`, the
+pure reading of those samples over the benchmark's windows (`Window`), and `around`, over a span as short as
+one review. While the thread runs without being switched off its CPU, its CPU time accounts for the time
+unless the hypervisor took the vCPU away: the guest kernel still counts a stolen thread as running, but it
+earns no CPU time (`_window` says how the kernel's late bookkeeping is allowed for). `benchmarks.run_scale`
+gives each window's longest span without a CPU beside the event-loop lags it measures, so that a lag the
+hypervisor made is told apart from one of the process's own making, and each of its slowest reviews beside
+what both threads did meanwhile.
 
 Must not: sample faster than the kernel's statistics are worth (a few ms), or touch the watched process.
 """
@@ -24,6 +24,8 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, NamedTuple
+
+from vpa.components.loop_thread import OS_NAME_MAX
 
 
 class Sample(NamedTuple):
@@ -92,9 +94,10 @@ def _sample(pid: int, tid: int, named: tuple[str, ...], period_s: float, stop: A
     try:
         watched[MAIN] = _open(pid, tid)
         while MAIN in watched and not stop.is_set():
-            if len(watched) < len(named) + 1 and time.monotonic() - looked > _LOOK_EVERY_S:
+            missing = [n for n in named if n not in seen]
+            if missing and time.monotonic() - looked > _LOOK_EVERY_S:
                 looked = time.monotonic()
-                for name, found in _tids_named(pid, [n for n in named if n not in seen]).items():
+                for name, found in _tids_named(pid, missing).items():
                     watched[name], seen[name] = _open(pid, found), []
             for name, files in list(watched.items()):
                 sample = read_sample(*files)
@@ -134,9 +137,8 @@ def _close(files: tuple[Any, Any]) -> None:
 
 
 def _tids_named(pid: int, names: Sequence[str]) -> dict[str, int]:
-    """The threads of `pid` whose kernel name (`comm`, at most 15 bytes) is one of `names` cut as the kernel
-    cuts it."""
-    wanted = {name[:15]: name for name in names}
+    """The threads of `pid` whose kernel name (`comm`) is one of `names` cut as the kernel cuts it."""
+    wanted = {name.encode()[:OS_NAME_MAX].decode(errors="ignore"): name for name in names}
     found: dict[str, int] = {}
     try:
         tasks = os.listdir(f"/proc/{pid}/task")

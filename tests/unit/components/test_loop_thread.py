@@ -174,10 +174,13 @@ async def test_the_thread_carries_its_name_in_the_kernel_cut_to_what_the_kernel_
     thread.start()
     try:
         tid = await thread.call(_native_id())
-        comm = Path(f"/proc/self/task/{tid}/comm").read_text()
-        assert comm.strip() == "admission-webhook"[:OS_NAME_MAX]
+        assert _comm(tid) == "admission-webhook"[:OS_NAME_MAX]
     finally:
         await thread.stop()
+
+
+def _comm(tid: int) -> str:
+    return Path(f"/proc/self/task/{tid}/comm").read_text().strip()
 
 
 async def _native_id() -> int:
