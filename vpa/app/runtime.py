@@ -41,6 +41,7 @@ from prometheus_client import (
 from vpa import __version__
 from vpa.components import health
 from vpa.components.context import ComponentContext
+from vpa.components.loop_thread import start_default_executor
 from vpa.components.stallprobe import StallProbe
 from vpa.heap import HeapKeeper
 from vpa.kube import converting
@@ -294,6 +295,7 @@ class Runtime:
                     f"--address {self.settings.address}: cannot listen: {err.strerror or err}"
                 ) from None
             self._started = True
+            start_default_executor(loop)  # before the loop has anything else to do
             if self._stall_probe is not None:
                 self._stall_probe.start()
             lag = health.LoopLagMonitor(

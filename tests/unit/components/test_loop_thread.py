@@ -10,7 +10,13 @@ from pathlib import Path
 import pytest
 import uvloop
 
-from vpa.components.loop_thread import OS_NAME_MAX, SWITCH_INTERVAL_S, LoopThread, on_loop
+from vpa.components.loop_thread import (
+    OS_NAME_MAX,
+    SWITCH_INTERVAL_S,
+    LoopThread,
+    on_loop,
+    start_default_executor,
+)
 
 
 async def _where() -> tuple[str, asyncio.AbstractEventLoop]:
@@ -185,3 +191,18 @@ def _comm(tid: int) -> str:
 
 async def _native_id() -> int:
     return threading.get_native_id()
+
+
+async def test_the_default_executor_starts_its_workers_up_front_so_to_thread_starts_none() -> None:
+    loop = asyncio.get_running_loop()
+    executor = start_default_executor(loop, workers=3)
+    try:
+        workers = {t for t in threading.enumerate() if t.name.startswith("asyncio")}
+        assert len(workers) >= 3
+        before = threading.active_count()
+        names = await asyncio.gather(*(asyncio.to_thread(lambda: threading.current_thread().name)
+                                       for _ in range(3)))
+        assert threading.active_count() == before  # no thread started on the loop
+        assert all(name.startswith("asyncio") for name in names)
+    finally:
+        executor.shutdown(wait=True)
