@@ -98,7 +98,7 @@ from vpa.model.pod import OwnerRef, PodView
 from vpa.model.selector import Selector
 from vpa.model.settings import StartupError
 from vpa.model.vpa import VPA_API_VERSION, TargetRef, VpaView
-from vpa.pacing import DEFERENCE
+from vpa.pacing import DEFERENCE, Slices
 
 log = structlog.get_logger(__name__)
 
@@ -239,13 +239,29 @@ class NamespacesWithVpas:
 
     def __init__(self) -> None:
         self._counts: Tally[str] = Tally()
+        self._counting = False
 
-    def attach(self, cache: WatchCache[VpaView]) -> None:
-        for vpa in cache.list():
-            self._counts[vpa.namespace] += 1
+    async def attach(self, cache: WatchCache[VpaView]) -> None:
+        """Count the cache's VPAs, then follow its events. The handlers go on with the snapshot counted
+        (nothing awaited between the two), and the snapshot is counted in slices (`pacing.Slices`): 10,000
+        VPAs counted in one go held the main loop 5.6 ms at start-up (`run_scale --stalls`). Meanwhile a
+        namespace's count may dip below zero (an update or a delete of a VPA not counted yet): no namespace
+        is dropped until the snapshot is counted. Answer no review before it returns."""
+        snapshot = cache.list()
         cache.on_add(self._add)
         cache.on_update(self._update)
         cache.on_delete(self._remove)
+        self._counting = True
+        try:
+            pacer = Slices()
+            for vpa in snapshot:
+                self._counts[vpa.namespace] += 1
+                if pacer.due():
+                    await pacer.pause()
+        finally:
+            self._counting = False
+            for namespace in [ns for ns, n in self._counts.items() if n <= 0]:
+                del self._counts[namespace]
 
     def _add(self, vpa: VpaView) -> None:
         self._counts[vpa.namespace] += 1
@@ -256,7 +272,7 @@ class NamespacesWithVpas:
 
     def _remove(self, vpa: VpaView) -> None:
         self._counts[vpa.namespace] -= 1
-        if self._counts[vpa.namespace] <= 0:
+        if self._counts[vpa.namespace] <= 0 and not self._counting:
             del self._counts[vpa.namespace]
 
     def __contains__(self, namespace: object) -> bool:
@@ -918,7 +934,7 @@ class AdmissionController:
             # The message names the file or the flag (--tls-ciphers, --min-tls-version) at fault.
             raise StartupError(f"admission controller TLS: {err}") from None
         self.ca_bundle = ca
-        self.namespaces.attach(self.ctx.vpas)
+        await self.namespaces.attach(self.ctx.vpas)
         if self.own_limit_cache:
             self._spawn("limitranges", self.limit_cache.run())
         try:
