@@ -10,6 +10,7 @@ import os
 import random
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -29,11 +30,7 @@ def test_run_delay_reads_the_threads_scheduler_wait_or_nothing(tmp_path: Path) -
     assert run_delay_s(None) is None
     garbled = tmp_path / "schedstat"
     garbled.write_bytes(b"no numbers\n")
-    fd = os.open(garbled, os.O_RDONLY)
-    try:
-        assert run_delay_s(fd) is None
-    finally:
-        os.close(fd)
+    assert _read(garbled, run_delay_s) is None
     own = open_schedstat()
     if own is None:
         pytest.skip("this kernel keeps no per-thread scheduler statistics")
@@ -131,15 +128,16 @@ def test_steal_is_read_from_the_cpu_line_or_nothing(tmp_path: Path) -> None:
     assert steal_s(None) is None
     stat = tmp_path / "stat"
     stat.write_bytes(b"cpu  10 0 5 100 2 0 1 37 0 0\ncpu0 5 0 2 50 1 0 0 20 0 0\n")
-    fd = os.open(stat, os.O_RDONLY)
-    try:
-        assert steal_s(fd) == pytest.approx(37 * _TICK_S)
-    finally:
-        os.close(fd)
+    assert _read(stat, steal_s) == pytest.approx(37 * _TICK_S)
     stat.write_bytes(b"intr 1 2 3\n")
-    fd = os.open(stat, os.O_RDONLY)
+    assert _read(stat, steal_s) is None
+
+
+def _read(path: Path, reader: Callable[[int], float | None]) -> float | None:
+    """`reader` applied to a descriptor of `path`, closed afterwards."""
+    fd = os.open(path, os.O_RDONLY)
     try:
-        assert steal_s(fd) is None
+        return reader(fd)
     finally:
         os.close(fd)
 
