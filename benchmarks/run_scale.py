@@ -15,7 +15,9 @@ reports, from its /metrics and the API:
   samples over 20 ms per window from `vpa_event_loop_lag_seconds`: every stall to within 1 ms, the sampling
   being a timer of its own on the loop; `vpa run`'s default of 0.1 s misses a stall between two samples;
   with `--stalls`, the longest stall timed by the profiling probe too)
-  after the initial LIST, and after a forced relist of every cache (`/sim/v1/faults/compact` then
+  during the initial LIST (up to `vpa run`'s `caches_synced` log line, which gives the lag up to the
+  monitor's first sample after the sync: the benchmark's own `/readyz` poll, every second, comes up to a
+  second into the first loop), and after a forced relist of every cache (`/sim/v1/faults/compact` then
   `drop-watches`: each watch resumes from an expired resourceVersion, gets 410 and LISTs everything again);
 - the webhook's latency at concurrency 1 (a real pod of the cluster as a CREATE review, HTTPS keep-alive)
   while the first recommender loop runs, and while the forced relist runs; measured by a client in its own
@@ -54,6 +56,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import multiprocessing
 import os
 import re
@@ -457,7 +460,13 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
             ready_s = time.monotonic() - started
             steal["ready"] = steal_now()
             edges["ready"] = time.monotonic()
-            stall_initial = _metric(await scrape(), "vpa_event_loop_lag_max_seconds") * 1000
+            stall_polled = _metric(await scrape(), "vpa_event_loop_lag_max_seconds") * 1000
+            synced = await _caches_synced(work / "vpa-run.log")
+            stall_initial = float(synced["event_loop_lag_max_ms"])
+            initial_detail = (
+                f"to caches synced at {synced['seconds']:.1f} s (vpa run's caches_synced line); "
+                f"{stall_polled:.1f} ms to the benchmark's /readyz poll, which also counts up to its 1 s "
+                "of the first loop")
             if stalls_out is not None:
                 timed["ready"] = await _save_stalls(
                     plain, port, stalls_out, "up to ready (the initial LISTs)")
@@ -505,7 +514,7 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
                     ("vpa run start to every VPA recommended",
                      "never" if recommended_s is None else f"{recommended_s:.1f} s", ""),
                     ("429 answers until then", f"{throttled:.0f}", f"of {requests_first:.0f} requests"),
-                    ("longest sampled loop lag: initial LIST", f"{stall_initial:.1f} ms", ""),
+                    ("longest sampled loop lag: initial LIST", f"{stall_initial:.1f} ms", initial_detail),
                     ("longest sampled loop lag: up to the first loop's end", f"{stall_first:.1f} ms", ""),
                     *_timed_rows(timed),
                     ("lags over 20 ms from ready to the first loop's end", f"{lag_first[0]}",
@@ -615,7 +624,7 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
              f"≤ {TARGET_RECOMMENDED_S:.0f} s {'ok' if rec_ok else 'MISS'}"),
             ("429 answers until then", f"{throttled:.0f}", f"of {requests_first:.0f} requests"),
             ("longest sampled loop lag: initial LIST", f"{stall_initial:.1f} ms",
-             f"≤ {TARGET_STALL_MS:.0f} ms (vpa_event_loop_lag_max_seconds)"),
+             f"≤ {TARGET_STALL_MS:.0f} ms, {initial_detail}"),
             ("longest sampled loop lag: up to the first loop's end", f"{stall_first:.1f} ms",
              f"≤ {TARGET_STALL_MS:.0f} ms (max since start)"),
             ("lags over 20 ms from ready to the first loop's end", f"{lag_first[0]}",
@@ -683,6 +692,23 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
         await _stop(sim)
         shutil.rmtree(work, ignore_errors=True)
     return rows, ok
+
+
+async def _caches_synced(log: Path, limit_s: float = 10.0) -> dict[str, Any]:
+    """`vpa run`'s `caches_synced` log line (JSON): when its initial LISTs ended and the longest event-loop
+    lag up to then. The benchmark sees readiness only at its next poll (every second), and a scrape then
+    would count that much of the first loop's start in the initial LIST's figure."""
+    deadline = time.monotonic() + limit_s
+    while True:
+        text = await asyncio.to_thread(log.read_text, errors="replace")
+        for line in text.splitlines():
+            if line.startswith("{") and '"caches_synced"' in line:
+                entry = json.loads(line)
+                if entry.get("event") == "caches_synced":
+                    return dict(entry)
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"no caches_synced line in {log} within {limit_s:.0f} s of ready")
+        await asyncio.sleep(0.1)
 
 
 async def _save_stalls(session: aiohttp.ClientSession, port: int, out: Path, when: str) -> Timed | None:

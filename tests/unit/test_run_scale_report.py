@@ -2,17 +2,21 @@
 loop's, gives the hypervisor's steal of each window, counts a window's lag samples over 20 ms, and tells the
 webhook probe's first review (and its connection) apart from the rest, and warms the probe's client against
 another server than the webhook, at best effort, and sets each window's span without a CPU (the witness's)
-beside its lags, and each window's slowest reviews beside what the witness saw of both threads meanwhile."""
+beside its lags, and each window's slowest reviews beside what the witness saw of both threads meanwhile, and
+takes the initial LIST's longest lag from `vpa run`'s `caches_synced` line."""
 
 from __future__ import annotations
 
+import asyncio
 import http.server
 import socket
 import threading
+from pathlib import Path
 
 import pytest
 
 from benchmarks.run_scale import (
+    _caches_synced,
     _cpu_window,
     _lag_window,
     _lags_detail,
@@ -217,3 +221,22 @@ def test_a_windows_cpu_row_adds_the_probes_own_count() -> None:
                       30.0, {"p99": 3.0, "cpu": 4.25})
     assert row.startswith("vpa run 24 s; vpa sim 8 s; benchmark 1 s (of ")
     assert row.endswith("; the webhook probe 4.2 s")
+
+
+def test_the_initial_lists_lag_comes_from_the_caches_synced_line(tmp_path: Path) -> None:
+    log = tmp_path / "vpa-run.log"
+    log.write_text(
+        'Traceback (most recent call last): not JSON\n'
+        '{"event": "watch_cache_synced", "cache": "pods", "objects": 3}\n'
+        '{"event": "a line naming caches_synced in its text", "detail": "\\"caches_synced\\""}\n'
+        '{"event": "caches_synced", "seconds": 5.384, "event_loop_lag_max_ms": 15.4}\n'
+    )
+    entry = asyncio.run(_caches_synced(log))
+    assert (entry["seconds"], entry["event_loop_lag_max_ms"]) == (5.384, 15.4)
+
+
+def test_no_caches_synced_line_is_an_error_naming_the_log(tmp_path: Path) -> None:
+    log = tmp_path / "vpa-run.log"
+    log.write_text('{"event": "vpa started"}\n')
+    with pytest.raises(RuntimeError, match=r"no caches_synced line in .*vpa-run\.log"):
+        asyncio.run(_caches_synced(log, limit_s=0.2))

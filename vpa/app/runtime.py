@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import gc
 import signal
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -145,6 +146,8 @@ class Runtime:
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._gc_frozen = False
         self._started = False
+        self._started_at = 0.0
+        self._lag: health.LoopLagMonitor | None = None
         self.heap = HeapKeeper(self.registry)
 
     def add_component(self, spec: ComponentSpec) -> None:
@@ -295,10 +298,11 @@ class Runtime:
                     f"--address {self.settings.address}: cannot listen: {err.strerror or err}"
                 ) from None
             self._started = True
+            self._started_at = time.monotonic()
             start_default_executor(loop)  # before the loop has anything else to do
             if self._stall_probe is not None:
                 self._stall_probe.start()
-            lag = health.LoopLagMonitor(
+            lag = self._lag = health.LoopLagMonitor(
                 self.registry, interval_s=self.settings.common.event_loop_lag_interval_s)
             self._spawn("loop-lag", lag.run())
             self._spawn("events", self.events.run())
@@ -352,6 +356,7 @@ class Runtime:
         assert self.caches is not None
         await asyncio.gather(*(cache.wait_synced() for cache in self.caches.all))
         if not self._gc_frozen:
+            self._report_synced()
             # The initial sync leaves hundreds of thousands of long-lived objects; moving them out of the
             # cyclic GC's generations keeps later collections (and the loop stalls they cause) short. No
             # full collection first: at 50,000 pods it held the loop 100+ ms (the webhook may be serving by
@@ -361,6 +366,19 @@ class Runtime:
             self._gc_frozen = True
             # From now on full collections run on a schedule, not in the middle of a recommender loop.
             self._spawn("heap", self.heap.run())
+
+    def _report_synced(self) -> None:
+        """Log `caches_synced` with how long the initial LISTs took and the longest event-loop lag up to them
+        (read at the lag monitor's next sample, so a stall that ended the sync counts; the components have
+        just started, so at most one sampling interval of their work can)."""
+        synced_s = time.monotonic() - self._started_at
+
+        def report(lag_max_s: float) -> None:
+            log.info("caches_synced", seconds=round(synced_s, 3),
+                     event_loop_lag_max_ms=round(lag_max_s * 1000, 1))
+
+        if self._lag is not None:
+            self._lag.after_next_sample(report)
 
     async def _supervise(self) -> int:
         stop = asyncio.ensure_future(self.stop_event.wait())

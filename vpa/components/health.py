@@ -296,6 +296,13 @@ class LoopLagMonitor:
             registry=registry,
         )
         self.max_lag_s = 0.0
+        self._reports: list[Callable[[float], None]] = []
+
+    def after_next_sample(self, report: Callable[[float], None]) -> None:
+        """Call `report(max_lag_s)` once, right after the next sample: the largest lag up to that sample, so a
+        stall under way when this is called (one that has not yet let the monitor's timer fire) counts too,
+        and what the loop does after the sample does not."""
+        self._reports.append(report)
 
     async def run(self) -> None:
         while True:
@@ -306,6 +313,10 @@ class LoopLagMonitor:
             if lag > self.max_lag_s:
                 self.max_lag_s = lag
                 self._max.set(lag)
+            if self._reports:
+                reports, self._reports = self._reports, []
+                for report in reports:
+                    report(self.max_lag_s)
 
 
 def _status_response(ok: bool, problems: list[str]) -> web.Response:

@@ -18,6 +18,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+from structlog.testing import capture_logs
 
 from vpa.app import build_components
 from vpa.app.runtime import SHUTDOWN_BUDGET_S, Runtime
@@ -123,6 +124,21 @@ async def test_runtime_syncs_serves_elects_and_stops(cluster: SimClusterType) ->
         lease = _lease(cluster, name)
         assert lease is not None
         assert not lease["spec"].get("holderIdentity")
+
+
+async def test_runtime_logs_once_when_its_caches_synced(cluster: SimClusterType) -> None:
+    settings = _settings(str(cluster.kubeconfig_path), "--event-loop-lag-interval=5ms")
+    runtime = Runtime(settings, components=build_components(settings))
+    with capture_logs() as logs:
+        task = asyncio.create_task(runtime.run(install_signal_handlers=False))
+        await _wait_for(lambda: any(e["event"] == "caches_synced" for e in logs))
+        await asyncio.sleep(0.05)  # a few more lag samples: still one line
+        runtime.stop_event.set()
+        assert await asyncio.wait_for(task, timeout=SHUTDOWN_BUDGET_S + 2) == 0
+    synced = [e for e in logs if e["event"] == "caches_synced"]
+    assert len(synced) == 1
+    assert 0 < synced[0]["seconds"] < 10
+    assert synced[0]["event_loop_lag_max_ms"] >= 0
 
 
 async def test_malformed_vpa_is_skipped_not_fatal(cluster: SimClusterType) -> None:

@@ -187,6 +187,23 @@ async def test_loop_lag_monitor_sees_a_stall(registry: CollectorRegistry) -> Non
     assert registry.get_sample_value("vpa_event_loop_lag_max_seconds") == pytest.approx(monitor.max_lag_s)
 
 
+async def test_loop_lag_monitor_reports_after_its_next_sample(registry: CollectorRegistry) -> None:
+    monitor = health.LoopLagMonitor(registry, interval_s=0.01)
+    task = asyncio.create_task(monitor.run())
+    await asyncio.sleep(0.03)
+    reported: list[float] = []
+    monitor.after_next_sample(reported.append)
+    assert reported == []  # not before the next sample
+    time.sleep(0.06)  # noqa: ASYNC251 - a stall under way when the report was asked for counts in it
+    await asyncio.sleep(0.03)
+    time.sleep(0.1)  # noqa: ASYNC251 - a stall after the report does not
+    await asyncio.sleep(0.03)
+    task.cancel()
+    assert len(reported) == 1
+    assert 0.04 <= reported[0] < 0.09
+    assert monitor.max_lag_s >= 0.09
+
+
 @pytest.mark.parametrize(
     ("address", "expected"),
     [(":8942", ("0.0.0.0", 8942)), ("127.0.0.1:0", ("127.0.0.1", 0)), ("[::1]:80", ("::1", 80))],
