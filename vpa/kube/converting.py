@@ -365,15 +365,14 @@ def _string_map(
     if not raw:
         return _EMPTY_MAP if interner is not None else {}
     items: list[tuple[str, str]] = []
+    # Label values recur per workload: the interner's tables, not the interpreter's, when there is one.
+    share: Callable[[str], str] = sys.intern if interner is None else interner.text
     for key, item in raw.items():
         if keep is not None and not keep(key):
             continue
         if not isinstance(item, str):
             raise ConversionError(f"{field}[{key!r}]", f"expected a string, got {_type_name(item)}")
-        if interner is None:
-            items.append((sys.intern(key), sys.intern(item) if len(item) <= 64 else item))
-        else:  # label values recur per workload: the interner's tables, not the interpreter's
-            items.append((interner.text(key), interner.text(item) if len(item) <= 64 else item))
+        items.append((share(key), share(item) if len(item) <= 64 else item))
     if interner is None:
         return dict(items)
     return interner.string_map(tuple(items))
