@@ -44,6 +44,7 @@ from vpa.model.vpa import (
     VpaStatus,
     VpaView,
 )
+from vpa.shards import ShardedDict
 
 _E = TypeVar("_E")
 LAST_APPLIED_CONFIGURATION: Final = "kubectl.kubernetes.io/last-applied-configuration"
@@ -63,13 +64,6 @@ class ConversionError(ValueError):
 
 
 # --- sharing identical pieces -----------------------------------------------------------------------------
-
-
-TEXT_SHARDS: Final = 64
-"""Tables `Interner.text` spreads its strings over. A dict grows by copying itself whole, in one call: the
-interpreter's table of interned strings, holding each workload's names, uids and label values at 10,000
-Deployments, took 10-18 ms in single `sys.intern` calls during the initial LIST of `run_scale` (a dict of
-350,000 strings takes 17 ms to grow on a quiet machine). Each of 64 tables holds a sixty-fourth."""
 
 
 class Interner:
@@ -92,7 +86,10 @@ class Interner:
         self._owners: dict[tuple[str, str, str, str, bool], OwnerRef] = {}
         self._containers: dict[tuple[object, ...], ContainerView] = {}
         self._container_tuples: dict[tuple[object, ...], tuple[ContainerView, ...]] = {}
-        self._texts: tuple[dict[str, str], ...] = tuple({} for _ in range(TEXT_SHARDS))
+        # Not the interpreter's table of interned strings (`sys.intern`): holding each workload's names, uids
+        # and label values at 10,000 Deployments, it grew by copying itself whole in single `sys.intern`
+        # calls, 10-18 ms each during `run_scale`'s initial LIST. Sharded (`vpa.shards`), no table is large.
+        self._texts: ShardedDict[str, str] = ShardedDict()
         self._size = 0
 
     def __len__(self) -> int:
@@ -107,7 +104,7 @@ class Interner:
             self._owners,
             self._containers,
             self._container_tuples,
-            *self._texts,
+            *self._texts.shards,
         )
         for table in tables:
             table.clear()
@@ -120,9 +117,9 @@ class Interner:
 
     def text(self, value: str) -> str:
         """One shared copy of a string that recurs across objects of many workloads (an owner's name and
-        uid, a label's value, a `generateName`): what `sys.intern` would share, in `TEXT_SHARDS` tables
-        of this interner's rather than in the interpreter's one table of interned strings."""
-        table = self._texts[hash(value) & (TEXT_SHARDS - 1)]
+        uid, a label's value, a `generateName`): what `sys.intern` would share, in this interner's sharded
+        table rather than in the interpreter's one table of interned strings."""
+        table = self._texts.shard(value)
         shared = table.get(value)
         if shared is None:
             shared = table[value] = value
