@@ -21,6 +21,7 @@ Must not: do I/O or import anything of the autoscaler or the simulator (every la
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from collections.abc import Set as AbstractSet
 from itertools import chain
 from typing import Final, Generic, TypeVar, overload
 
@@ -110,9 +111,10 @@ def _keys_minus(shard: dict[K, V], other: set[K]) -> set[K]:
     return shard.keys() - other
 
 
-class ShardedSet(Generic[K]):
+class ShardedSet(AbstractSet[K]):
     """A set of `SHARDS` sets, sharded as `ShardedDict` is: `ShardedDict.keys_not_in` compares a shard
-    with its counterpart."""
+    with its counterpart. A `collections.abc.Set` (comparisons and operators from its mixins, slow: for
+    tests and small sets), so that code taking any set takes it as one without copying it."""
 
     __slots__ = ("shards",)
 

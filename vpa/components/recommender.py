@@ -97,6 +97,7 @@ from vpa.model.vpa import (
     VpaView,
 )
 from vpa.pacing import Slices
+from vpa.shards import ShardedDict, ShardedSet
 
 log = structlog.get_logger(__name__)
 
@@ -672,7 +673,8 @@ class Recommender:
         self.core = RecommenderCore(self._config, pod_recommender_for(self.settings.recommender_name,
                                                                       self._config.estimation))
         self._tracked: dict[tuple[str, str], _TrackedVpa] = {}
-        self._applied_pods: dict[PodId, PodView] = {}
+        # Tables of every pod are sharded (`vpa.shards`): a dict or set of 50,000 grows in one long step.
+        self._applied_pods: ShardedDict[PodId, PodView] = ShardedDict()
         self._written: dict[tuple[str, str], tuple[str, VpaStatus]] = {}
         self._ooms.clear()
         self._oom_pods.clear()
@@ -796,7 +798,7 @@ class Recommender:
         return (await run_loop([self], next_loop_at))[0]
 
     def _steps(self, report: LoopReport, now: float, deadline: float,
-               live_pods: set[PodId]) -> dict[str, Callable[[], Awaitable[None]]]:
+               live_pods: ShardedSet[PodId]) -> dict[str, Callable[[], Awaitable[None]]]:
         """This recommender's part of each step but LoadMetrics (whose read `run_loop` shares)."""
         return {
             "LoadVPAs": lambda: self._load_vpas(report, now),
@@ -858,7 +860,7 @@ class Recommender:
                 await pacer.pause()
         return out
 
-    async def _load_pods(self, report: LoopReport, now: float, live: set[PodId]) -> None:
+    async def _load_pods(self, report: LoopReport, now: float, live: ShardedSet[PodId]) -> None:
         applied = self._applied_pods
         pacer = Slices(self._chunk_budget_s)
         selectors = await self._selectors_by_namespace(pacer) if self.settings.memory_saver else None
@@ -971,7 +973,7 @@ class Recommender:
                 log.info("recommender_oom_skipped", container=str(kill.container_id), error=str(err))
         self._oom_views.clear()
 
-    async def _delete_removed_pods(self, live: set[PodId]) -> None:
+    async def _delete_removed_pods(self, live: ShardedSet[PodId]) -> None:
         cluster = self.core.cluster
         pacer = Slices(self._chunk_budget_s)
         removed: list[PodId] = []
@@ -1320,7 +1322,7 @@ async def run_loop(recommenders: Sequence[Recommender],
         interval = first.settings.recommender_interval_s
         margin = min(_NEXT_LOOP_MARGIN_S, _NEXT_LOOP_MARGIN_FRACTION * interval)
         deadline = min(deadline, next_loop_at - margin)
-    parts = [rec._steps(report, now, deadline, set())
+    parts = [rec._steps(report, now, deadline, ShardedSet())
              for rec, report in zip(recommenders, reports, strict=True)]
     read: list[MetricsRead] = []
 

@@ -78,6 +78,7 @@ from vpa.model.selector import Selector
 from vpa.model.settings import UpdaterSettings
 from vpa.model.vpa import VPA_API_VERSION, Recommendation, RecommendedContainerResources, UpdateMode, VpaView
 from vpa.pacing import Slices
+from vpa.shards import ShardedSet
 
 log = structlog.get_logger(__name__)
 
@@ -651,10 +652,11 @@ class Updater:
             return Selector.everything()
         return self.controllers.selector(namespace, kind, name)
 
-    async def _match(self, active: Mapping[str, VpaView]) -> tuple[dict[str, _Work], set[str]]:
-        """VPA key → its live pods; and the uids of every live pod in the cache."""
+    async def _match(self, active: Mapping[str, VpaView]) -> tuple[dict[str, _Work], ShardedSet[str]]:
+        """VPA key → its live pods; and the uids of every live pod in the cache (sharded, `vpa.shards`: a
+        set of 50,000 grows in one long step)."""
         pods_cache = self.ctx.pods
-        live_uids: set[str] = set()
+        live_uids: ShardedSet[str] = ShardedSet()
         work: dict[str, _Work] = {}
         slices = Slices()
         for owner in pods_cache.index_values("owner"):
@@ -685,7 +687,7 @@ class Updater:
                 await slices.pause()
         return work, live_uids
 
-    def _forget_missing(self, live_uids: set[str]) -> None:
+    def _forget_missing(self, live_uids: ShardedSet[str]) -> None:
         self.infeasible = self.infeasible.forget_missing(live_uids)
         for uid in [uid for uid in self.attempts if uid not in live_uids]:
             del self.attempts[uid]

@@ -20,6 +20,7 @@ Must not: touch the API, read the clock, or know about update modes.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Final
@@ -67,7 +68,7 @@ class InfeasibleAttempts:
 
     def forget_missing(self, live_uids: Iterable[str]) -> InfeasibleAttempts:
         """Keep only the records of pods still alive."""
-        live = live_uids if isinstance(live_uids, set | frozenset) else set(live_uids)
+        live = live_uids if isinstance(live_uids, AbstractSet) else set(live_uids)  # a set, sharded or not
         kept = {uid: attempt for uid, attempt in self._by_uid.items() if uid in live}
         if len(kept) == len(self._by_uid):
             return self

@@ -25,6 +25,7 @@ from vpa.logic.aggregation import (
 from vpa.logic.checkpointing import InProgressPeak, aggregate_from_checkpoint_status
 from vpa.model.resources import Resources
 from vpa.model.vpa import UpdateMode, VpaView
+from vpa.shards import ShardedDict
 
 T = TypeVar("T")
 INACTIVE_POD_PHASES: Final = frozenset({"Succeeded", "Failed"})
@@ -172,7 +173,7 @@ class ClusterState:
 
     def __init__(self, config: AggregationConfig) -> None:
         self.config = config
-        self._pods: dict[PodId, _Pod] = {}
+        self._pods: ShardedDict[PodId, _Pod] = ShardedDict()  # 50,000 pods: no dict growing in one step
         self._pods_by_namespace: dict[str, dict[PodId, _Pod]] = {}
         self._pods_by_labels: dict[tuple[str, LabelSet], dict[PodId, _Pod]] = {}
         self._aggregates: dict[AggregateStateKey, AggregateContainerState] = {}
