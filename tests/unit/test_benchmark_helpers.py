@@ -85,6 +85,30 @@ def test_the_cpu_floor_is_the_longest_gap_its_cpu_time_did_not_cover(monkeypatch
 
     monkeypatch.setattr("benchmarks.cpu_floor.time.perf_counter", wall)
     monkeypatch.setattr("benchmarks.cpu_floor.time.thread_time", cpu)
-    longest, share = cpu_floor.spin(0.5)
-    assert longest == pytest.approx(0.020, abs=0.0002)
-    assert share == pytest.approx(0.020 / 0.5, abs=0.002)
+    found = cpu_floor.spin(0.5)
+    assert found.without_cpu_s == pytest.approx(0.020, abs=0.0002)
+    assert found.share_without == pytest.approx(0.020 / 0.5, abs=0.002)
+    assert found.counted_s == pytest.approx(0.0001, abs=0.00002)  # every other step was on a CPU
+
+
+def test_the_cpu_floor_tells_a_stall_counted_as_cpu_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once, one step of the spin takes 15 ms and the thread's CPU time advances by as much (a vCPU
+    stopped without the guest's clocks telling it): not a gap without a CPU, the longest counted step."""
+    from benchmarks import cpu_floor
+
+    reads = {"wall": 0, "cpu": 0}
+
+    def wall() -> float:
+        reads["wall"] += 1
+        return reads["wall"] * 0.0001 + (0.015 if reads["wall"] > 1000 else 0.0)
+
+    def cpu() -> float:
+        reads["cpu"] += 1
+        return reads["cpu"] * 0.0001 + (0.015 if reads["cpu"] > 1000 else 0.0)
+
+    monkeypatch.setattr("benchmarks.cpu_floor.time.perf_counter", wall)
+    monkeypatch.setattr("benchmarks.cpu_floor.time.thread_time", cpu)
+    found = cpu_floor.spin(0.5)
+    assert found.without_cpu_s == 0.0
+    assert found.share_without == pytest.approx(0.0, abs=0.001)
+    assert found.counted_s == pytest.approx(0.0151, abs=0.0002)
