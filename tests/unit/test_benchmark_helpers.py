@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 
 import pytest
 import uvloop
 
-from benchmarks import LoopTicker, Stall, run_loop, steal_share
+from benchmarks import LoopTicker, Stall, cpu_floor, run_loop, steal_share
 
 
 def test_benchmarks_run_the_components_on_the_loop_vpa_run_uses() -> None:
@@ -68,24 +69,28 @@ def test_the_ticker_tells_a_loop_held_on_a_cpu_from_one_blocked_off_it() -> None
     assert blocked.own_s < 0.010  # the window began afresh: the busy stall is not in it
 
 
+def _spin_with_one_jump(
+    monkeypatch: pytest.MonkeyPatch, wall_jump_s: float, cpu_jump_s: float,
+) -> cpu_floor.Spin:
+    """`cpu_floor.spin(0.5)` on fake clocks read every 0.1 ms of CPU, the wall clock jumping by
+    `wall_jump_s` and the thread's CPU time by `cpu_jump_s` once, after the 1,000th read."""
+    reads = {"wall": 0, "cpu": 0}
+
+    def clock(which: str, jump_s: float) -> Callable[[], float]:
+        def read() -> float:
+            reads[which] += 1
+            return reads[which] * 0.0001 + (jump_s if reads[which] > 1000 else 0.0)
+        return read
+
+    monkeypatch.setattr("benchmarks.cpu_floor.time.perf_counter", clock("wall", wall_jump_s))
+    monkeypatch.setattr("benchmarks.cpu_floor.time.thread_time", clock("cpu", cpu_jump_s))
+    return cpu_floor.spin(0.5)
+
+
 def test_the_cpu_floor_is_the_longest_gap_its_cpu_time_did_not_cover(monkeypatch: pytest.MonkeyPatch) -> None:
     """A spinning thread reads its clocks every 0.1 ms of CPU; once, the vCPU is taken away for 20 ms (no
     read happens meanwhile: the next one finds the wall clock 20 ms on and its CPU time where it was)."""
-    from benchmarks import cpu_floor
-
-    reads = {"wall": 0, "cpu": 0}
-
-    def wall() -> float:
-        reads["wall"] += 1
-        return reads["wall"] * 0.0001 + (0.020 if reads["wall"] > 1000 else 0.0)
-
-    def cpu() -> float:
-        reads["cpu"] += 1
-        return reads["cpu"] * 0.0001
-
-    monkeypatch.setattr("benchmarks.cpu_floor.time.perf_counter", wall)
-    monkeypatch.setattr("benchmarks.cpu_floor.time.thread_time", cpu)
-    found = cpu_floor.spin(0.5)
+    found = _spin_with_one_jump(monkeypatch, 0.020, 0.0)
     assert found.without_cpu_s == pytest.approx(0.020, abs=0.0002)
     assert found.share_without == pytest.approx(0.020 / 0.5, abs=0.002)
     assert found.counted_s == pytest.approx(0.0001, abs=0.00002)  # every other step was on a CPU
@@ -94,21 +99,7 @@ def test_the_cpu_floor_is_the_longest_gap_its_cpu_time_did_not_cover(monkeypatch
 def test_the_cpu_floor_tells_a_stall_counted_as_cpu_time(monkeypatch: pytest.MonkeyPatch) -> None:
     """Once, one step of the spin takes 15 ms and the thread's CPU time advances by as much (a vCPU
     stopped without the guest's clocks telling it): not a gap without a CPU, the longest counted step."""
-    from benchmarks import cpu_floor
-
-    reads = {"wall": 0, "cpu": 0}
-
-    def wall() -> float:
-        reads["wall"] += 1
-        return reads["wall"] * 0.0001 + (0.015 if reads["wall"] > 1000 else 0.0)
-
-    def cpu() -> float:
-        reads["cpu"] += 1
-        return reads["cpu"] * 0.0001 + (0.015 if reads["cpu"] > 1000 else 0.0)
-
-    monkeypatch.setattr("benchmarks.cpu_floor.time.perf_counter", wall)
-    monkeypatch.setattr("benchmarks.cpu_floor.time.thread_time", cpu)
-    found = cpu_floor.spin(0.5)
+    found = _spin_with_one_jump(monkeypatch, 0.015, 0.015)
     assert found.without_cpu_s == 0.0
     assert found.share_without == pytest.approx(0.0, abs=0.001)
     assert found.counted_s == pytest.approx(0.0151, abs=0.0002)
