@@ -106,6 +106,14 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+SHARD_BUCKET_AT: Final = 4096
+"""Keys filed under one index value past which the bucket becomes a `ShardedSet`: a namespace of 50,000
+pods is one set of 50,000 in the `namespace` index, which grows in one long step like any set; the
+buckets of an owner's few pods stay plain sets (64 tables each would cost ten thousand owners megabytes)."""
+
+_Bucket = set[Key] | ShardedSet[Key]
+
+
 def _as_dict(value: object) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
@@ -177,7 +185,7 @@ class WatchCache(Generic[T]):
         # objects it saw by the cache's own key objects (`_list`).
         self._entries: ShardedDict[Key, tuple[str, T, Key]] = ShardedDict()
         self._indexers: dict[str, Callable[[T], Iterable[str]]] = {}
-        self._indices: dict[str, dict[str, set[Key]]] = {}
+        self._indices: dict[str, dict[str, _Bucket]] = {}
         self._on_add: list[Callable[[T], None]] = []
         self._on_update: list[Callable[[T, T], None]] = []
         self._on_delete: list[Callable[[T], None]] = []
@@ -232,11 +240,9 @@ class WatchCache(Generic[T]):
         if name in self._indexers:
             raise ValueError(f"index {name!r} already exists on {self.name}")
         self._indexers[name] = key_fn
-        index: dict[str, set[Key]] = {}
-        self._indices[name] = index
+        self._indices[name] = {}
         for key, (_, obj, _) in self._entries.items():
-            for value in key_fn(obj):
-                index.setdefault(value, set()).add(key)
+            self._file(name, key_fn, key, obj)
 
     def has_index(self, name: str) -> bool:
         return name in self._indexers
@@ -596,13 +602,18 @@ class WatchCache(Generic[T]):
 
     def _index_add(self, key: Key, obj: T) -> None:
         for name, key_fn in self._indexers.items():
-            index = self._indices[name]
-            for value in key_fn(obj):
-                bucket = index.get(value)
-                if bucket is None:
-                    index[value] = {key}
-                else:
-                    bucket.add(key)
+            self._file(name, key_fn, key, obj)
+
+    def _file(self, name: str, key_fn: Callable[[T], Iterable[str]], key: Key, obj: T) -> None:
+        index = self._indices[name]
+        for value in key_fn(obj):
+            bucket = index.get(value)
+            if bucket is None:
+                index[value] = {key}
+            else:
+                bucket.add(key)
+                if type(bucket) is set and len(bucket) >= SHARD_BUCKET_AT:
+                    index[value] = ShardedSet(bucket)
 
     def _index_remove(self, key: Key, obj: T) -> None:
         for name, key_fn in self._indexers.items():
