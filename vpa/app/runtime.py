@@ -228,7 +228,8 @@ class Runtime:
             field_selector=field_selector,
             observer=observe,
         )
-        pods.add_index("namespace", lambda pod: [pod.namespace])
+        # Indexed by owner only (the updater's matching): nothing reads pods by namespace, and a namespace
+        # index kept every pod's key a second time, in sets that grew in single steps.
         pods.add_index("owner", pod_owner_keys)
         vpas: WatchCache[VpaView] = WatchCache(
             self.client,

@@ -286,7 +286,6 @@ async def updater_env(
         pods: WatchCache[PodView] = WatchCache(
             client, clock, api_path("", "v1", "pods"), converting.pod_from_dict, name="pods"
         )
-        pods.add_index("namespace", lambda p: [p.namespace])
         pods.add_index("owner", pod_owner_keys)
         vpas: WatchCache[VpaView] = WatchCache(
             client,
