@@ -107,9 +107,10 @@ def _gc_paused() -> Iterator[None]:
 
 
 SHARD_BUCKET_AT: Final = 4096
-"""Keys filed under one index value past which the bucket becomes a `ShardedSet`: a namespace of 50,000
-pods is one set of 50,000 in the `namespace` index, which grows in one long step like any set; the
-buckets of an owner's few pods stay plain sets (64 tables each would cost ten thousand owners megabytes)."""
+"""Keys filed under one index value past which the bucket becomes a `ShardedSet`: a bucket of thousands
+(the updater's index of boosted pods files a rollout's worth under one value; a namespace index of a big
+namespace would be 50,000) grows in one long step like any set; the buckets of an owner's few pods stay
+plain sets (64 tables each would cost ten thousand owners megabytes)."""
 
 _Bucket = set[Key] | ShardedSet[Key]
 
