@@ -20,7 +20,7 @@ Must not: do I/O or import anything of the autoscaler or the simulator (every la
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Hashable, Iterable, Iterator, MutableMapping
 from collections.abc import Set as AbstractSet
 from itertools import chain
 from typing import Final, Generic, TypeVar, overload
@@ -28,12 +28,19 @@ from typing import Final, Generic, TypeVar, overload
 SHARDS: Final = 64
 """Tables each sharded table is spread over (a power of two: the shard is the hash's low bits)."""
 
+SHARD_AT: Final = 4096
+"""Entries past which a table that is usually small is turned into its sharded form (`file_in`, `add_in`):
+an index's bucket or a namespace's pods is a few entries for most keys and tens of thousands for one (a
+namespace of 50,000 pods, a rollout's boosted pods), and that one grows in one long step like any dict or
+set; sharding every such table would cost ten thousand small ones megabytes (64 tables each)."""
+
 _MASK: Final = SHARDS - 1
 _MISSING: Final = object()
 
 K = TypeVar("K")
 V = TypeVar("V")
 D = TypeVar("D")
+Outer = TypeVar("Outer", bound=Hashable)
 
 
 class ShardedDict(Generic[K, V]):
@@ -42,8 +49,10 @@ class ShardedDict(Generic[K, V]):
 
     __slots__ = ("shards",)
 
-    def __init__(self) -> None:
+    def __init__(self, items: Iterable[tuple[K, V]] = ()) -> None:
         self.shards: tuple[dict[K, V], ...] = tuple({} for _ in range(SHARDS))
+        for key, value in items:
+            self.shards[hash(key) & _MASK][key] = value
 
     def shard(self, key: K) -> dict[K, V]:
         """The dict that holds (or would hold) `key`."""
@@ -141,3 +150,28 @@ class ShardedSet(AbstractSet[K]):
     def clear(self) -> None:
         for shard in self.shards:
             shard.clear()
+
+
+def file_in(tables: MutableMapping[Outer, dict[K, V] | ShardedDict[K, V]], outer: Outer, key: K,
+            value: V) -> None:
+    """`tables[outer][key] = value`: the inner table made when missing, and sharded once it holds
+    `SHARD_AT` entries."""
+    table = tables.get(outer)
+    if table is None:
+        tables[outer] = {key: value}
+        return
+    table[key] = value
+    if type(table) is dict and len(table) >= SHARD_AT:
+        tables[outer] = ShardedDict(table.items())
+
+
+def add_in(tables: MutableMapping[Outer, set[K] | ShardedSet[K]], outer: Outer, key: K) -> None:
+    """`tables[outer].add(key)`: the inner set made when missing, and sharded once it holds `SHARD_AT`
+    keys."""
+    table = tables.get(outer)
+    if table is None:
+        tables[outer] = {key}
+        return
+    table.add(key)
+    if type(table) is set and len(table) >= SHARD_AT:
+        tables[outer] = ShardedSet(table)

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vpa.shards import SHARDS, ShardedDict, ShardedSet
+from vpa.shards import SHARD_AT, SHARDS, ShardedDict, ShardedSet, add_in, file_in
 
 KEYS = st.tuples(st.sampled_from(["", "default", "bench-1"]), st.text(min_size=1, max_size=4))
 OPS = st.lists(
@@ -87,3 +87,25 @@ def test_keys_are_spread_so_that_no_shard_holds_much_more_than_its_share() -> No
     seen.clear()
     assert len(table) == len(seen) == 0
     assert not table
+
+
+@pytest.mark.parametrize(
+    ("entries", "sharded"),
+    [
+        (1, False),  # a table made on the first entry is a plain one
+        (SHARD_AT - 1, False),
+        (SHARD_AT, True),  # the entry that fills it to the bound shards it
+        (SHARD_AT + 10, True),  # and it stays sharded
+    ],
+)
+def test_a_filed_table_is_sharded_once_it_holds_shard_at_entries(entries: int, sharded: bool) -> None:
+    tables: dict[str, dict[int, str] | ShardedDict[int, str]] = {"other": {0: "zero"}}
+    members: dict[str, set[int] | ShardedSet[int]] = {}
+    for key in range(entries):
+        file_in(tables, "big", key, str(key))
+        add_in(members, "big", key)
+    assert isinstance(tables["big"], ShardedDict) is sharded
+    assert isinstance(members["big"], ShardedSet) is sharded
+    assert dict(tables["big"].items()) == {key: str(key) for key in range(entries)}
+    assert set(members["big"]) == set(range(entries))
+    assert type(tables["other"]) is dict  # the other tables are left as they are

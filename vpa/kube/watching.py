@@ -37,7 +37,7 @@ from vpa.kube.client import ApiError, Gone, KubeClient, Query
 from vpa.kube.paging import PagedList
 from vpa.model.clock import Clock, RealClock
 from vpa.pacing import Slices
-from vpa.shards import ShardedDict, ShardedSet
+from vpa.shards import ShardedDict, ShardedSet, add_in
 
 T = TypeVar("T")
 Key = tuple[str, str]  # (namespace, name); namespace is "" for cluster-scoped objects
@@ -105,12 +105,6 @@ def _gc_paused() -> Iterator[None]:
             gc.freeze()
             gc.enable()
 
-
-SHARD_BUCKET_AT: Final = 4096
-"""Keys filed under one index value past which the bucket becomes a `ShardedSet`: a bucket of thousands
-(the updater's index of boosted pods files a rollout's worth under one value; a namespace index of a big
-namespace would be 50,000) grows in one long step like any set; the buckets of an owner's few pods stay
-plain sets (64 tables each would cost ten thousand owners megabytes)."""
 
 _Bucket = set[Key] | ShardedSet[Key]
 
@@ -608,13 +602,7 @@ class WatchCache(Generic[T]):
     def _file(self, name: str, key_fn: Callable[[T], Iterable[str]], key: Key, obj: T) -> None:
         index = self._indices[name]
         for value in key_fn(obj):
-            bucket = index.get(value)
-            if bucket is None:
-                index[value] = {key}
-            else:
-                bucket.add(key)
-                if type(bucket) is set and len(bucket) >= SHARD_BUCKET_AT:
-                    index[value] = ShardedSet(bucket)
+            add_in(index, value, key)  # a bucket of thousands (the updater's boosted pods) is sharded
 
     def _index_remove(self, key: Key, obj: T) -> None:
         for name, key_fn in self._indexers.items():

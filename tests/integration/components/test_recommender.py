@@ -300,7 +300,7 @@ async def test_a_fresh_recommender_restores_recommendations_from_checkpoints() -
         assert fresh is not old
         restored = await fresh.restore()
         assert (restored.loaded, restored.skipped) == (2, 0)
-        assert fresh.core.cluster.aggregates == {}  # no samples seen yet: only checkpointed history
+        assert not fresh.core.cluster.aggregates  # no samples seen yet: only checkpointed history
         for name in ("steady", "cyclic"):
             after = targets_and_bounds(fresh.core.recommend("default", name))
             for container, values in before[name].items():

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from vpa.kube import watching
+from vpa import shards
 from vpa.kube.client import KubeClient
 from vpa.kube.watching import WatchCache
 from vpa.model.clock import VirtualClock
@@ -294,10 +294,10 @@ async def test_indexes_follow_updates_and_deletes(
 async def test_a_large_index_bucket_is_sharded_and_still_answers(
     cluster: SimCluster, client: KubeClient, clock: VirtualClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A bucket that reaches `SHARD_BUCKET_AT` keys (lowered to 3 here; 4,096 in production, a namespace of
-    thousands of pods) becomes a sharded set: lookups, updates that move an object out, deletes down to
+    """A bucket that reaches `vpa.shards.SHARD_AT` keys (lowered to 3 here; 4,096 in production, a rollout
+    of thousands of pods) becomes a sharded set: lookups, updates that move an object out, deletes down to
     nothing (the bucket dropped) all behave as before; a small bucket stays a plain set."""
-    monkeypatch.setattr(watching, "SHARD_BUCKET_AT", 3)
+    monkeypatch.setattr(shards, "SHARD_AT", 3)
     for name in ("one", "two", "three", "four"):
         await put_cm(cluster, "ns-a", name, app="web")
     await put_cm(cluster, "ns-b", "five", app="db")

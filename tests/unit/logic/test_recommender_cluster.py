@@ -7,6 +7,7 @@ from collections.abc import Generator
 
 import pytest
 
+from vpa import shards
 from vpa.logic.aggregation import AggregationConfig
 from vpa.logic.checkpointing import (
     MAX_IN_PROGRESS_PEAKS,
@@ -29,6 +30,7 @@ from vpa.model.resources import Resources
 from vpa.model.selector import Selector
 from vpa.model.settings import RecommenderSettings
 from vpa.model.vpa import ContainerResourcePolicy, ContainerScalingMode, ResourcePolicy, VpaView
+from vpa.shards import ShardedDict
 
 MIDNIGHT = 1_767_225_600.0
 DAY = 86_400.0
@@ -364,3 +366,37 @@ def test_a_container_killed_before_its_first_cpu_sample_gets_memory_only(
         # The OOM-bumped 101 MiB, to its histogram bucket's end, plus the 15% margin: at least 116 MiB.
         assert app.target.memory_bytes is not None
         assert app.target.memory_bytes >= 116 * MIB
+
+
+def test_a_namespace_past_the_shard_bound_links_counts_and_forgets_as_before(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A namespace's pods, a label set's pods and a namespace's aggregates are sharded past
+    `vpa.shards.SHARD_AT` (lowered to 3 here; 4,096 in production): VPAs created before and after still
+    count and link them, label changes and deletes still move them, and an emptied table is dropped."""
+    monkeypatch.setattr(shards, "SHARD_AT", 3)
+    cluster = ClusterState(AggregationConfig())
+    cluster.add_or_update_vpa(VpaView(namespace="default", name="web"), WEB)
+    containers = ("app", "sidecar", "proxy")
+    pods = [_pod(cluster, f"web-{i}", {"app": "web"}, containers=containers) for i in range(5)]
+    pods += [_pod(cluster, f"db-{i}", {"app": "db", "shard": str(i)}) for i in range(4)]
+    assert isinstance(cluster._pods_by_namespace["default"], ShardedDict)
+    assert isinstance(cluster._aggregates_by_namespace["default"], ShardedDict)
+    assert cluster.matching_pod_count("default", "web") == 5
+    cluster.add_or_update_vpa(VpaView(namespace="default", name="later"), WEB)
+    assert cluster.matching_pod_count("default", "later") == 5
+    for pod in pods[:5]:
+        _feed(cluster, pod, "app", 500, days=0.01)
+    assert set(cluster.merged_states("default", "later")) == {"app", "sidecar", "proxy"}
+    assert cluster.merged_states("default", "later")["app"].total_samples_count == 5 * 15
+    cluster.add_or_update_pod(pods[0], {"app": "db"}, "Running", MIDNIGHT)
+    assert cluster.matching_pod_count("default", "web") == 4
+    for pod in pods:
+        cluster.delete_pod(pod)
+    assert list(cluster.pod_ids()) == []
+    assert cluster.matching_pod_count("default", "web") == 0
+    assert cluster.garbage_collect(MIDNIGHT + 10 * DAY)
+    assert len(cluster.aggregates) == 0
+    cluster.add_or_update_vpa(VpaView(namespace="default", name="empty"), WEB)
+    assert cluster.matching_pod_count("default", "empty") == 0
+    assert cluster.merged_states("default", "empty") == {}
