@@ -28,11 +28,14 @@ from typing import Final, Generic, TypeVar, overload
 SHARDS: Final = 64
 """Tables each sharded table is spread over (a power of two: the shard is the hash's low bits)."""
 
-SHARD_AT: Final = 4096
+SHARD_AT: Final = 512
 """Entries past which a table that is usually small is turned into its sharded form (`file_in`, `add_in`):
 an index's bucket or a namespace's pods is a few entries for most keys and tens of thousands for one (a
 namespace of 50,000 pods, a rollout's boosted pods), and that one grows in one long step like any dict or
-set; sharding every such table would cost ten thousand small ones megabytes (64 tables each)."""
+set. Why 512: the turn rehashes every entry in Python, about 0.6 µs each for the recommender's dataclass
+keys (2.5-4.8 ms at 4,096 in `benchmarks.recommender_loop --vpas-per-namespace 10000`), so it is taken
+while the table is small; a table of 512 costs about as much memory sharded as plain, and the thousands of
+tables that stay small (an owner's pods, a label set's) are not sharded at all."""
 
 _MASK: Final = SHARDS - 1
 _MISSING: Final = object()

@@ -372,7 +372,7 @@ def test_a_namespace_past_the_shard_bound_links_counts_and_forgets_as_before(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A namespace's pods, a label set's pods and a namespace's aggregates are sharded past
-    `vpa.shards.SHARD_AT` (lowered to 3 here; 4,096 in production): VPAs created before and after still
+    `vpa.shards.SHARD_AT` (lowered to 3 here; 512 in production): VPAs created before and after still
     count and link them, label changes and deletes still move them, and an emptied table is dropped."""
     monkeypatch.setattr(shards, "SHARD_AT", 3)
     cluster = ClusterState(AggregationConfig())
