@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -117,6 +118,79 @@ async def test_eviction_respects_pdb_and_deployment_recreates_through_admission(
         assert dep["status"]["readyReplicas"] == 3
         code, _ = await evict(http, other)
         assert code == 201
+
+
+def budget(name: str, app: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {**spec, "selector": {"matchLabels": {"app": app}}},
+    }
+
+
+async def test_budget_over_pods_without_a_controller_warns_and_counts_them() -> None:
+    async with sim("1.35") as (cluster, _http):
+        for name in ("a", "b"):
+            await create_pod(cluster, pod(name, labels={"app": "bare"}))
+        await cluster.store.create("poddisruptionbudgets.policy", budget("bare", "bare", maxUnavailable=0))
+        await cluster.settle()
+        pdb = cluster.store.get("poddisruptionbudgets.policy", "default", "bare")
+        assert pdb is not None
+        assert {
+            k: pdb["status"][k]
+            for k in ("currentHealthy", "desiredHealthy", "expectedPods", "disruptionsAllowed")
+        } == {"currentHealthy": 2, "desiredHealthy": 0, "expectedPods": 0, "disruptionsAllowed": 0}
+        cond = condition(pdb, "DisruptionAllowed")
+        assert cond is not None
+        assert (cond["status"], cond["reason"], cond["message"]) == ("False", "InsufficientPods", "")
+
+        def warnings() -> list[dict[str, Any]]:
+            return [e for e in cluster.store.list("events", "default") if e["reason"] == "UnmanagedPods"]
+
+        (warning,) = warnings()
+        assert warning["type"] == "Warning"
+        assert warning["involvedObject"]["name"] == "bare"
+        assert "(selector: &LabelSelector{MatchLabels:map[string]string{app: bare,}," in warning["message"]
+        # Every sync warns again; the repeats are counted on the one Event.
+        seen = warning["count"]
+        stored = cluster.store.get("pods", "default", "a")
+        assert stored is not None
+        touched = copy.deepcopy(stored)
+        touched["metadata"]["annotations"] = {"touched": "yes"}
+        await cluster.store.update("pods", touched)
+        await cluster.settle()
+        (warning,) = warnings()
+        assert warning["count"] > seen
+
+        # A pod whose controller cannot be found still fails the sync, as in kube.
+        stray = pod("c", labels={"app": "bare"})
+        stray["metadata"]["ownerReferences"] = [
+            {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "gone", "uid": "gone", "controller": True}
+        ]
+        await create_pod(cluster, stray)
+        await cluster.settle()
+        pdb = cluster.store.get("poddisruptionbudgets.policy", "default", "bare")
+        assert pdb is not None
+        cond = condition(pdb, "DisruptionAllowed")
+        assert cond is not None
+        assert (cond["reason"], cond["message"]) == ("SyncFailed", "found no controllers for pod 'c'")
+        assert pdb["status"]["disruptionsAllowed"] == 0
+
+
+async def test_integer_min_available_counts_pods_without_a_controller() -> None:
+    async with sim("1.35") as (cluster, _http):
+        for name in ("a", "b"):
+            await create_pod(cluster, pod(name, labels={"app": "bare"}))
+        await cluster.store.create("poddisruptionbudgets.policy", budget("bare", "bare", minAvailable=1))
+        await cluster.settle()
+        pdb = cluster.store.get("poddisruptionbudgets.policy", "default", "bare")
+        assert pdb is not None
+        assert {
+            k: pdb["status"][k]
+            for k in ("currentHealthy", "desiredHealthy", "expectedPods", "disruptionsAllowed")
+        } == {"currentHealthy": 2, "desiredHealthy": 1, "expectedPods": 2, "disruptionsAllowed": 1}
+        assert not [e for e in cluster.store.list("events", "default") if e["reason"] == "UnmanagedPods"]
 
 
 async def test_eviction_of_missing_pod_and_pod_without_budget() -> None:

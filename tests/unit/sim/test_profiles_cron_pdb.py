@@ -227,14 +227,42 @@ def test_cron_rejects(expr: str) -> None:
 # --- PodDisruptionBudget --------------------------------------------------------------------------
 
 
-def ready_pod(name: str, ready: bool = True, deleting: bool = False) -> dict[str, Any]:
+def ready_pod(
+    name: str, ready: bool = True, deleting: bool = False, owner: str | None = "rs"
+) -> dict[str, Any]:
+    """A pod the ReplicaSet `owner` controls (its uid is its name); with `owner=None`, no controller."""
     md: dict[str, Any] = {"name": name}
     if deleting:
         md["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    if owner is not None:
+        md["ownerReferences"] = [
+            {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": owner, "uid": owner, "controller": True},
+        ]
     return {
         "metadata": md,
         "status": {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]},
     }
+
+
+def unmanaged(name: str, ready: bool = True) -> dict[str, Any]:
+    return ready_pod(name, ready=ready, owner=None)
+
+
+def scale_of(replicas: dict[str, int]) -> Any:
+    """An `expected_scale` summing each distinct controller's replicas; it refuses pods without one, as
+    `compute` must not pass them, and a controller it does not know, as the controllers' finder does."""
+
+    def expected_scale(pods: Any) -> int:
+        uids = set()
+        for pod in pods:
+            refs = [r for r in pod["metadata"].get("ownerReferences") or [] if r.get("controller")]
+            assert refs, f"pod {pod['metadata']['name']} has no controller"
+            if refs[0]["uid"] not in replicas:
+                raise disruption.ScaleError(f"found no controllers for pod {pod['metadata']['name']!r}")
+            uids.add(refs[0]["uid"])
+        return sum(replicas[u] for u in uids)
+
+    return expected_scale
 
 
 PDB_CASES = [
@@ -304,6 +332,205 @@ def test_pdb_compute(
         budget.current_healthy,
         budget.disruptions_allowed,
     ) == expected
+
+
+UnmanagedCase = tuple[str, dict[str, Any], list[dict[str, Any]], dict[str, int], Any, tuple[str, ...]]
+
+UNMANAGED_CASES: list[UnmanagedCase] = [
+    # id, spec, pods, replicas of each controller, (expected, desired, healthy, allowed), unmanaged named
+    # Pods with no controller add nothing to the scale a maxUnavailable or percentage budget is taken of,
+    # but they are healthy pods all the same; over them alone the budget expects none and allows nothing.
+    (
+        "only-unmanaged-max-unavailable-zero",
+        {"maxUnavailable": 0},
+        [unmanaged("a"), unmanaged("b")],
+        {},
+        (0, 0, 2, 0),
+        ("a", "b"),
+    ),
+    (
+        "only-unmanaged-max-unavailable-int",
+        {"maxUnavailable": 1},
+        [unmanaged("a"), unmanaged("b")],
+        {},
+        (0, 0, 2, 0),
+        ("a", "b"),
+    ),
+    (
+        "only-unmanaged-max-unavailable-percent",
+        {"maxUnavailable": "50%"},
+        [unmanaged("a"), unmanaged("b")],
+        {},
+        (0, 0, 2, 0),
+        ("a", "b"),
+    ),
+    (
+        "only-unmanaged-min-available-percent",
+        {"minAvailable": "50%"},
+        [unmanaged("a"), unmanaged("b", ready=False)],
+        {},
+        (0, 0, 1, 0),
+        ("a", "b"),
+    ),
+    # An integer minAvailable counts the matching pods themselves: no controller is looked up, none named.
+    (
+        "only-unmanaged-min-available-int",
+        {"minAvailable": 1},
+        [unmanaged("a"), unmanaged("b")],
+        {},
+        (2, 1, 2, 1),
+        (),
+    ),
+    (
+        "min-available-int-with-an-unknown-controller",
+        {"minAvailable": 1},
+        [ready_pod("a", owner="gone"), unmanaged("b")],
+        {},
+        (2, 1, 2, 1),
+        (),
+    ),
+    # With a controller of 3 replicas and one stray pod: the scale is 3, the healthy pods are 4.
+    (
+        "mixed-max-unavailable-int",
+        {"maxUnavailable": 1},
+        [ready_pod("a"), ready_pod("b"), ready_pod("c"), unmanaged("stray")],
+        {"rs": 3},
+        (3, 2, 4, 2),
+        ("stray",),
+    ),
+    (
+        "mixed-max-unavailable-percent-rounds-up",
+        {"maxUnavailable": "34%"},
+        [ready_pod("a"), ready_pod("b"), ready_pod("c"), unmanaged("stray")],
+        {"rs": 3},
+        (3, 1, 4, 3),
+        ("stray",),
+    ),
+    (
+        "mixed-min-available-percent-rounds-up",
+        {"minAvailable": "34%"},
+        [ready_pod("a"), ready_pod("b"), ready_pod("c"), unmanaged("stray")],
+        {"rs": 3},
+        (3, 2, 4, 2),
+        ("stray",),
+    ),
+    (
+        "mixed-min-available-int",
+        {"minAvailable": 3},
+        [ready_pod("a"), ready_pod("b"), ready_pod("c"), unmanaged("stray")],
+        {"rs": 3},
+        (4, 3, 4, 1),
+        (),
+    ),
+    (
+        "mixed-two-controllers-and-an-unready-stray",
+        {"maxUnavailable": 1},
+        [ready_pod("a"), ready_pod("b", owner="other"), unmanaged("stray", ready=False)],
+        {"rs": 1, "other": 2},
+        (3, 2, 2, 0),
+        ("stray",),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("spec", "pods", "replicas", "expected", "named"),
+    [c[1:] for c in UNMANAGED_CASES],
+    ids=[c[0] for c in UNMANAGED_CASES],
+)
+def test_pdb_compute_with_unmanaged_pods(
+    spec: dict[str, Any],
+    pods: list[dict[str, Any]],
+    replicas: dict[str, int],
+    expected: tuple[int, int, int, int],
+    named: tuple[str, ...],
+) -> None:
+    budget = disruption.compute({"spec": spec}, pods, scale_of(replicas), T0)
+    assert (
+        budget.expected_pods,
+        budget.desired_healthy,
+        budget.current_healthy,
+        budget.disruptions_allowed,
+    ) == expected
+    assert budget.unmanaged_pods == named
+    status = disruption.status_of({"spec": spec}, budget, T0)
+    (cond,) = status["conditions"]
+    allowed = expected[3] > 0
+    assert (cond["status"], cond["reason"]) == (
+        ("True", "SufficientPods") if allowed else ("False", "InsufficientPods")
+    )
+
+
+SYNC_FAILED_CASES: list[tuple[str, dict[str, Any], list[dict[str, Any]], str]] = [
+    # id, spec, pods, the error: what kube still reports as SyncFailed next to unmanaged pods
+    (
+        "controller-not-found",
+        {"maxUnavailable": 1},
+        [unmanaged("a"), ready_pod("b", owner="gone")],
+        "found no controllers for pod 'b'",
+    ),
+    (
+        "percent-without-a-percent-sign",
+        {"maxUnavailable": "1"},
+        [unmanaged("a")],
+        "invalid value for IntOrString: invalid type: string is not a percentage",
+    ),
+    (
+        "min-available-not-a-number",
+        {"minAvailable": "most"},
+        [unmanaged("a")],
+        "invalid value for IntOrString: invalid value 'most'",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("spec", "pods", "message"),
+    [c[1:] for c in SYNC_FAILED_CASES],
+    ids=[c[0] for c in SYNC_FAILED_CASES],
+)
+def test_pdb_compute_still_fails_where_kube_does(
+    spec: dict[str, Any], pods: list[dict[str, Any]], message: str
+) -> None:
+    with pytest.raises(disruption.ScaleError) as info:
+        disruption.compute({"spec": spec}, pods, scale_of({}), T0)
+    assert str(info.value) == message
+
+
+SELECTOR_TEXT_CASES: list[tuple[str, dict[str, Any] | None, str]] = [
+    ("nil", None, "nil"),
+    (
+        "empty",
+        {},
+        "&LabelSelector{MatchLabels:map[string]string{},MatchExpressions:[]LabelSelectorRequirement{},}",
+    ),
+    (
+        "labels-sorted",
+        {"matchLabels": {"tier": "web", "app": "fid"}},
+        "&LabelSelector{MatchLabels:map[string]string{app: fid,tier: web,},"
+        "MatchExpressions:[]LabelSelectorRequirement{},}",
+    ),
+    (
+        "expressions",
+        {
+            "matchExpressions": [
+                {"key": "app", "operator": "In", "values": ["a", "b"]},
+                {"key": "canary", "operator": "DoesNotExist"},
+            ]
+        },
+        "&LabelSelector{MatchLabels:map[string]string{},MatchExpressions:[]LabelSelectorRequirement{"
+        "LabelSelectorRequirement{Key:app,Operator:In,Values:[a b],},"
+        "LabelSelectorRequirement{Key:canary,Operator:DoesNotExist,Values:[],},},}",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("selector", "text"), [c[1:] for c in SELECTOR_TEXT_CASES], ids=[c[0] for c in SELECTOR_TEXT_CASES]
+)
+def test_selector_as_go_prints_it(selector: dict[str, Any] | None, text: str) -> None:
+    assert disruption.go_label_selector(selector) == text
+    assert f"(selector: {text}) were found to be unmanaged." in disruption.unmanaged_pods_message(selector)
 
 
 def test_pdb_disrupted_pods_count_until_they_expire() -> None:

@@ -2,8 +2,10 @@
 
 Owns: scaling int-or-percent values (`GetScaledValueFromIntOrPercent`), computing
 `expectedPods/desiredHealthy/currentHealthy/disruptionsAllowed` and the `DisruptionAllowed` condition from the
-matching pods and their controllers' scale, expiring `disruptedPods` entries, and deciding whether an eviction
-may go ahead (and whether it consumes a disruption), with kube's messages.
+matching pods and their controllers' scale (pods without a controller are left out of the scale and named, as
+kube-controller-manager does, rather than failing the sync), expiring `disruptedPods` entries, and deciding
+whether an eviction may go ahead (and whether it consumes a disruption), with kube's messages (and the text of
+its `UnmanagedPods` warning).
 
 Must not: do I/O or read the clock (callers pass `now`).
 """
@@ -15,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from vpa.sim.cluster.pods import is_ready
+from vpa.sim.cluster.pods import controller_of, is_ready
 from vpa.sim.contracts import ApiError, JsonObj
 
 # A pod evicted less than this long ago still counts as disrupted while it has not gone away.
@@ -24,7 +26,7 @@ TOO_MANY_REQUESTS_MESSAGE: Final = "Cannot evict pod as it would violate the pod
 
 
 class ScaleError(ValueError):
-    """The budget cannot be evaluated (no controller for a pod, a bad int-or-percent)."""
+    """The budget cannot be evaluated (a pod's controller or its scale not found, a bad int-or-percent)."""
 
 
 def scaled_value(raw: object, total: int, round_up: bool) -> int:
@@ -42,6 +44,33 @@ def scaled_value(raw: object, total: int, round_up: bool) -> int:
     raise ScaleError(f"invalid value for IntOrString: invalid value {raw!r}")
 
 
+def go_label_selector(selector: Mapping[str, Any] | None) -> str:
+    """A label selector as Go's `%v` prints a `*metav1.LabelSelector` (its generated `String()`)."""
+    if selector is None:
+        return "nil"
+    labels = selector.get("matchLabels") or {}
+    exprs = "".join(
+        f"LabelSelectorRequirement{{Key:{e.get('key', '')},Operator:{e.get('operator', '')},"
+        f"Values:[{' '.join(str(v) for v in e.get('values') or [])}],}},"
+        for e in selector.get("matchExpressions") or []
+    )
+    pairs = "".join(f"{k}: {labels[k]}," for k in sorted(labels))
+    return (
+        f"&LabelSelector{{MatchLabels:map[string]string{{{pairs}}},"
+        f"MatchExpressions:[]LabelSelectorRequirement{{{exprs}}},}}"
+    )
+
+
+def unmanaged_pods_message(selector: Mapping[str, Any] | None) -> str:
+    """The text of the `UnmanagedPods` warning the disruption controller sends whenever it finds some."""
+    return (
+        f"Pods selected by this PodDisruptionBudget (selector: {go_label_selector(selector)}) were found "
+        "to be unmanaged. As a result, the status of the PDB cannot be calculated correctly, which may "
+        'result in undefined behavior. To account for these pods please set ".spec.minAvailable" field of '
+        "the PDB to an integer value."
+    )
+
+
 def rfc3339(t: float) -> str:
     return dt.datetime.fromtimestamp(int(t), tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -57,11 +86,27 @@ def parse_time(text: str | None) -> float | None:
 
 @dataclass(frozen=True, slots=True)
 class Budget:
+    """`unmanaged_pods`: the matching pods with no controller, named only when the controllers' scale was
+    consulted (`maxUnavailable`, or `minAvailable` as a percentage); kube warns about them with an event."""
+
     expected_pods: int
     desired_healthy: int
     current_healthy: int
     disruptions_allowed: int
     disrupted_pods: dict[str, str]
+    unmanaged_pods: tuple[str, ...] = ()
+
+
+def split_unmanaged(pods: Sequence[Mapping[str, Any]]) -> tuple[list[Mapping[str, Any]], tuple[str, ...]]:
+    """The pods that have a controller, and the names of those that have none (no controller owner)."""
+    managed: list[Mapping[str, Any]] = []
+    unmanaged: list[str] = []
+    for pod in pods:
+        if controller_of(pod) is None:
+            unmanaged.append(str((pod.get("metadata") or {}).get("name", "")))
+        else:
+            managed.append(pod)
+    return managed, tuple(unmanaged)
 
 
 def compute(
@@ -70,11 +115,18 @@ def compute(
     expected_scale: Callable[[Sequence[Mapping[str, Any]]], int],
     now: float,
 ) -> Budget:
-    """The disruption controller's `trySync`: raises ScaleError when the budget cannot be evaluated."""
+    """The disruption controller's `trySync`: raises ScaleError when the budget cannot be evaluated.
+
+    `expected_scale` sums the scale of the given pods' controllers; it is called with the pods that have a
+    controller only. Unmanaged pods still count in `currentHealthy` (and in `expectedPods` for an integer
+    `minAvailable`, which needs no controller), but add nothing to the scale: over unmanaged pods alone a
+    `maxUnavailable` or percentage budget expects 0 pods and allows no disruption."""
     spec = pdb.get("spec") or {}
     status = pdb.get("status") or {}
+    unmanaged: tuple[str, ...] = ()
     if spec.get("maxUnavailable") is not None:
-        expected = expected_scale(pods)
+        managed, unmanaged = split_unmanaged(pods)
+        expected = expected_scale(managed)
         max_unavailable = scaled_value(spec["maxUnavailable"], expected, True)
         desired = max(0, expected - max_unavailable)
     elif spec.get("minAvailable") is not None:
@@ -83,7 +135,8 @@ def compute(
             expected = len(pods)
             desired = raw
         else:
-            expected = expected_scale(pods)
+            managed, unmanaged = split_unmanaged(pods)
+            expected = expected_scale(managed)
             desired = scaled_value(raw, expected, True)
     else:
         expected = len(pods)
@@ -109,7 +162,7 @@ def compute(
     allowed = healthy - desired
     if expected <= 0 or allowed <= 0:
         allowed = 0
-    return Budget(expected, desired, healthy, allowed, disrupted)
+    return Budget(expected, desired, healthy, allowed, disrupted, unmanaged)
 
 
 def status_of(pdb: Mapping[str, Any], budget: Budget, now: float) -> JsonObj:

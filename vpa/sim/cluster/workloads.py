@@ -18,11 +18,11 @@ Must not: schedule or run pods (the node agent does), or call the network.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from vpa.model.clock import VirtualClock
@@ -35,6 +35,8 @@ from vpa.sim.contracts import ApiError, JsonObj, Store
 log = logging.getLogger(__name__)
 
 _SAFE_CHARS = "bcdfghjklmnpqrstvwxz2456789"
+# client-go's event recorder remembers this many distinct events to count their repeats.
+_REPEATED_EVENTS_KEPT = 4096
 
 DEPLOYMENTS = "deployments.apps"
 REPLICASETS = "replicasets.apps"
@@ -106,6 +108,8 @@ class Controllers:
         self.clock = clock
         self.options = options
         self._timers: dict[tuple[str, Key], Any] = {}
+        # Events sent with `repeat=True`: (involved uid, type, reason, message) → the Event's name.
+        self._repeated_events: OrderedDict[tuple[str, str, str, str], str] = OrderedDict()
 
     def _wake_at(self, resource: str, k: Key, due: float) -> None:
         """One pending wake-up per object: a later sync replaces the earlier timer."""
@@ -259,9 +263,27 @@ class Controllers:
         self.rt.observe("pods", created)
         return created
 
-    async def _event(self, obj: Mapping[str, Any], etype: str, reason: str, message: str) -> None:
+    async def _event(
+        self, obj: Mapping[str, Any], etype: str, reason: str, message: str, *, repeat: bool = False
+    ) -> None:
+        """An Event about `obj`. With `repeat` (warnings sent on every sync), one identical to an earlier one
+        bumps that Event's `count` and `lastTimestamp` instead of adding another, as client-go's recorder
+        does; the last `_REPEATED_EVENTS_KEPT` of them are remembered, as many as its cache holds."""
         md = obj.get("metadata") or {}
         now = disruption.rfc3339(self.clock.now())
+        ns = md.get("namespace") or "default"
+        key = (str(md.get("uid")), etype, reason, message)
+        seen = self._repeated_events.get(key) if repeat else None
+        prior = self.store.get("events", ns, seen) if seen else None
+        if prior is not None:
+            bumped = {**prior, "count": int(prior.get("count") or 1) + 1, "lastTimestamp": now}
+            try:
+                await self.store.update("events", bumped)
+            except ApiError:
+                pass
+            else:
+                self._repeated_events.move_to_end(key)
+                return
         event = {
             "apiVersion": "v1",
             "kind": "Event",
@@ -282,8 +304,15 @@ class Controllers:
             "source": {"component": "controllermanager"},
             "reportingComponent": "controllermanager",
         }
-        with contextlib.suppress(ApiError):
-            await self.store.create("events", event, admit=False)
+        try:
+            created = await self.store.create("events", event, admit=False)
+        except ApiError:
+            return
+        if repeat:
+            self._repeated_events[key] = str(created["metadata"]["name"])
+            self._repeated_events.move_to_end(key)
+            if len(self._repeated_events) > _REPEATED_EVENTS_KEPT:
+                self._repeated_events.popitem(last=False)
 
     async def _delete_pod(self, pod: Mapping[str, Any]) -> None:
         md = pod.get("metadata") or {}
@@ -927,12 +956,12 @@ class Controllers:
 
     # --- PodDisruptionBudget --------------------------------------------------------------------------------
 
-    def _expected_scale(self, pods: list[Mapping[str, Any]]) -> int:
+    def _expected_scale(self, pods: Sequence[Mapping[str, Any]]) -> int:
         seen: dict[str, int] = {}
         for pod in pods:
             ref = controller_of(pod)
             if ref is None:
-                raise disruption.ScaleError(f"found no controllers for pod {pod['metadata'].get('name')!r}")
+                continue  # `disruption.compute` passes only the pods that have a controller
             uid = str(ref.get("uid"))
             if uid in seen:
                 continue
@@ -973,10 +1002,16 @@ class Controllers:
         ]
         now = self.clock.now()
         try:
-            budget = disruption.compute(pdb, pods, self._expected_scale, now)  # type: ignore[arg-type]
-            status = disruption.status_of(pdb, budget, now)
+            budget = disruption.compute(pdb, pods, self._expected_scale, now)
         except disruption.ScaleError as err:
             status = disruption.sync_failed_status(pdb, str(err), now)
+        else:
+            status = disruption.status_of(pdb, budget, now)
+            if budget.unmanaged_pods:
+                # kube logs them at V(4) and warns on the budget at every sync (counted as one Event).
+                log.debug("sim: PodDisruptionBudget %s/%s: unmanaged pods %s", *k, budget.unmanaged_pods)
+                message = disruption.unmanaged_pods_message(selector)
+                await self._event(pdb, "Warning", "UnmanagedPods", message, repeat=True)
         await self._write_status(PDBS, pdb, status)
         # Disrupted-pod entries expire: look again when the oldest one would.
         stamps = [disruption.parse_time(s) for s in (status.get("disruptedPods") or {}).values()]
