@@ -130,7 +130,7 @@ def budget(name: str, app: str, **spec: Any) -> dict[str, Any]:
 
 
 async def test_budget_over_pods_without_a_controller_warns_and_counts_them() -> None:
-    async with sim("1.35") as (cluster, _http):
+    async with sim("1.35") as (cluster, http):
         for name in ("a", "b"):
             await create_pod(cluster, pod(name, labels={"app": "bare"}))
         await cluster.store.create("poddisruptionbudgets.policy", budget("bare", "bare", maxUnavailable=0))
@@ -163,6 +163,12 @@ async def test_budget_over_pods_without_a_controller_warns_and_counts_them() -> 
         (warning,) = warnings()
         assert warning["count"] > seen
 
+        code, body = await evict(http, "a")
+        assert code == 429
+        assert body["details"]["causes"][0]["message"] == (
+            "The disruption budget bare does not allow evicting pods currently"
+        )
+
         # A pod whose controller cannot be found still fails the sync, as in kube.
         stray = pod("c", labels={"app": "bare"})
         stray["metadata"]["ownerReferences"] = [
@@ -176,6 +182,12 @@ async def test_budget_over_pods_without_a_controller_warns_and_counts_them() -> 
         assert cond is not None
         assert (cond["reason"], cond["message"]) == ("SyncFailed", "found no controllers for pod 'c'")
         assert pdb["status"]["disruptionsAllowed"] == 0
+        code, body = await evict(http, "a")
+        assert code == 429
+        assert body["details"]["causes"][0]["message"] == (
+            "The disruption budget bare does not allow evicting pods currently because it failed sync: "
+            "found no controllers for pod 'c'"
+        )
 
 
 async def test_integer_min_available_counts_pods_without_a_controller() -> None:

@@ -585,6 +585,72 @@ def test_eviction_verdicts() -> None:
     assert allowed["status"]["disruptionsAllowed"] == 1  # the input is not changed
 
 
+def refusing(current: int, desired: int, cond: dict[str, Any] | None = None) -> dict[str, Any]:
+    status: dict[str, Any] = {
+        "observedGeneration": 1,
+        "disruptionsAllowed": 0,
+        "currentHealthy": current,
+        "desiredHealthy": desired,
+    }
+    if cond is not None:
+        status["conditions"] = [{"type": "DisruptionAllowed", "status": "False", **cond}]
+    return {"metadata": {"name": "b", "generation": 1}, "status": status}
+
+
+REFUSAL_CASES = [
+    # id, budget allowing no disruption, the 429's DisruptionBudget cause
+    (
+        "failed-sync-first",
+        refusing(0, 0, {"reason": "SyncFailed", "message": "found no controllers for pod 'a'"}),
+        "The disruption budget b does not allow evicting pods currently because it failed sync: "
+        "found no controllers for pod 'a'",
+    ),
+    (
+        "too-few-healthy",
+        refusing(2, 2, {"reason": "InsufficientPods", "message": ""}),
+        "The disruption budget b needs 2 healthy pods and has 2 currently",
+    ),
+    # Over pods without a controller: more healthy than desired, yet none expected, so none allowed.
+    (
+        "healthy-enough-no-message",
+        refusing(2, 0, {"reason": "InsufficientPods", "message": ""}),
+        "The disruption budget b does not allow evicting pods currently",
+    ),
+    (
+        "healthy-enough-condition-says-why",
+        refusing(3, 1, {"reason": "Paused", "message": "by hand"}),
+        "The disruption budget b does not allow evicting pods currently (Paused): by hand",
+    ),
+    (
+        "healthy-enough-no-condition",
+        refusing(3, 1),
+        "The disruption budget b does not allow evicting pods currently",
+    ),
+]
+
+
+@pytest.mark.parametrize(("pdb", "cause"), [c[1:] for c in REFUSAL_CASES], ids=[c[0] for c in REFUSAL_CASES])
+def test_eviction_refusal_says_why(pdb: dict[str, Any], cause: str) -> None:
+    with pytest.raises(ApiError) as info:
+        disruption.eviction_verdict(pdb, ready_pod("a"))
+    assert info.value.code == 429
+    assert info.value.causes == [{"reason": "DisruptionBudget", "message": cause}]
+
+
+def test_eviction_checks_in_kube_order() -> None:
+    # The unhealthy-pod policy comes before the budget's generation is checked.
+    stale = {**refusing(2, 1), "metadata": {"name": "b", "generation": 2}}
+    always = {**stale, "spec": {"unhealthyPodEvictionPolicy": "AlwaysAllow"}}
+    assert disruption.eviction_verdict(always, ready_pod("a", ready=False)) == disruption.Verdict(True, False)
+    assert disruption.eviction_verdict(stale, ready_pod("a", ready=False)) == disruption.Verdict(True, False)
+    # Too many unconfirmed evictions is refused (403) before a budget allowing none (429).
+    crowded = refusing(1, 1)
+    crowded["status"]["disruptedPods"] = {f"p{i}": "2026-01-01T00:00:00Z" for i in range(2001)}
+    with pytest.raises(ApiError) as info:
+        disruption.eviction_verdict(crowded, ready_pod("a"))
+    assert info.value.code == 403
+
+
 # --- patches --------------------------------------------------------------------------------------
 
 POD: dict[str, Any] = {

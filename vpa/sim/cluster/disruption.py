@@ -227,10 +227,18 @@ class Verdict:
 
 
 def eviction_verdict(pdb: Mapping[str, Any], pod: Mapping[str, Any]) -> Verdict:
-    """`checkAndDecrement` plus the unhealthy-pod policy; raises the 429/403 ApiError kube would."""
+    """The unhealthy-pod policy, then `checkAndDecrement`; raises the 429/403 ApiError kube would."""
     meta = pdb.get("metadata") or {}
     status = pdb.get("status") or {}
     name = meta.get("name", "")
+    current = int(status.get("currentHealthy") or 0)
+    desired = int(status.get("desiredHealthy") or 0)
+    if not is_ready(pod):
+        policy = (pdb.get("spec") or {}).get("unhealthyPodEvictionPolicy") or "IfHealthyBudget"
+        if policy == "AlwaysAllow":
+            return Verdict(True, False)
+        if current >= desired and desired > 0:
+            return Verdict(True, False)
     observed = status.get("observedGeneration")
     generation = meta.get("generation")
     if generation is not None and (observed is None or observed < generation):
@@ -246,37 +254,43 @@ def eviction_verdict(pdb: Mapping[str, Any], pod: Mapping[str, Any]) -> Verdict:
                 }
             ],
         )
-    if not is_ready(pod):
-        policy = (pdb.get("spec") or {}).get("unhealthyPodEvictionPolicy") or "IfHealthyBudget"
-        if policy == "AlwaysAllow":
-            return Verdict(True, False)
-        if (
-            status.get("currentHealthy", 0) >= status.get("desiredHealthy", 0)
-            and status.get("desiredHealthy", 0) > 0
-        ):
-            return Verdict(True, False)
     allowed = int(status.get("disruptionsAllowed") or 0)
     if allowed < 0:
         raise ApiError(403, "Forbidden", "pdb disruptions allowed is negative")
+    if len(status.get("disruptedPods") or {}) > 2000:
+        raise ApiError(
+            403, "Forbidden", "DisruptedPods map too big - too many evictions not confirmed by PDB controller"
+        )
     if allowed == 0:
         raise ApiError(
             429,
             "TooManyRequests",
             TOO_MANY_REQUESTS_MESSAGE,
-            causes=[
-                {
-                    "reason": "DisruptionBudget",
-                    "message": f"The disruption budget {name} needs "
-                    f"{status.get('desiredHealthy', 0)} healthy pods and "
-                    f"has {status.get('currentHealthy', 0)} currently",
-                }
-            ],
-        )
-    if len(status.get("disruptedPods") or {}) > 2000:
-        raise ApiError(
-            403, "Forbidden", "DisruptedPods map too big - too many evictions not confirmed by PDB controller"
+            causes=[{"reason": "DisruptionBudget", "message": _refusal(name, status, current, desired)}],
         )
     return Verdict(True, True)
+
+
+def _refusal(name: str, status: Mapping[str, Any], current: int, desired: int) -> str:
+    """Why a budget allowing no disruption refuses: a failed sync first (its counts are not to be trusted),
+    then too few healthy pods, then a False condition with a message, else no reason at all."""
+    cond: Mapping[str, Any] = next(
+        (c for c in status.get("conditions") or [] if c.get("type") == "DisruptionAllowed"), {}
+    )
+    explained = cond.get("status") == "False" and bool(cond.get("message"))
+    if explained and cond.get("reason") == "SyncFailed":
+        return (
+            f"The disruption budget {name} does not allow evicting pods currently because it failed sync: "
+            f"{cond.get('message')}"
+        )
+    if current <= desired:
+        return f"The disruption budget {name} needs {desired} healthy pods and has {current} currently"
+    if explained:
+        return (
+            f"The disruption budget {name} does not allow evicting pods currently "
+            f"({cond.get('reason')}): {cond.get('message')}"
+        )
+    return f"The disruption budget {name} does not allow evicting pods currently"
 
 
 def consume(pdb: Mapping[str, Any], pod_name: str, now: float) -> JsonObj:
