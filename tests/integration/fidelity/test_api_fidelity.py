@@ -363,6 +363,36 @@ async def case_eviction_and_disruption_budget(api: Api) -> list[Any]:
     return out
 
 
+async def case_disruption_budget_without_min_or_max(api: Api) -> list[Any]:
+    ns = await api.namespace("fid-pdb-bare")
+    pods = f"/api/v1/namespaces/{ns}/pods"
+    for name in ("a", "b"):
+        await api.call("POST", pods, {**POD, "metadata": {**POD["metadata"], "name": name}})
+    pdb = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "pdb"},
+        "spec": {"selector": {"matchLabels": {"app": "fid"}}},
+    }
+    out: list[Any] = [
+        (await api.call("POST", f"/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets", pdb))[0]
+    ]
+
+    async def counted() -> Any:
+        _, doc = await api.call("GET", f"/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets/pdb")
+        st = doc.get("status") or {}
+        observed = st.get("observedGeneration") == doc["metadata"]["generation"]
+        return st if observed and st.get("currentHealthy") == 2 else None
+
+    status: dict[str, Any] = {}
+    with contextlib.suppress(AssertionError):
+        status = await api.until("the budget counting both pods healthy", counted, timeout_s=30)
+    out.append(
+        {k: status.get(k) for k in ("currentHealthy", "desiredHealthy", "expectedPods", "disruptionsAllowed")}
+    )
+    return out
+
+
 async def case_resize_subresource(api: Api) -> list[Any]:
     ns = await api.namespace("fid-resize")
     pods = f"/api/v1/namespaces/{ns}/pods"
@@ -487,6 +517,7 @@ CASES = {
     "patch-content-types": case_patches_of_every_content_type,
     "status-and-scale": case_status_and_scale_subresources,
     "eviction-and-pdb": case_eviction_and_disruption_budget,
+    "pdb-without-min-or-max": case_disruption_budget_without_min_or_max,
     "resize": case_resize_subresource,
     "pod-level-resources": case_pod_level_resources,
     "pod-level-defaults-limits-and-resize": case_pod_level_defaults_limits_and_resize,

@@ -310,6 +310,13 @@ PDB_CASES = [
         (3, 2, 2, 0),
     ),
     (
+        "neither-min-nor-max-expects-none",
+        {},
+        [ready_pod("a"), ready_pod("b"), ready_pod("c")],
+        3,
+        (0, 0, 3, 0),
+    ),
+    (
         "unready-and-deleting-not-healthy",
         {"minAvailable": 1},
         [ready_pod("a", ready=False), ready_pod("b", deleting=True), ready_pod("c")],

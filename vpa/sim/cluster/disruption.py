@@ -139,8 +139,8 @@ def compute(
             expected = expected_scale(managed)
             desired = scaled_value(raw, expected, True)
     else:
-        expected = len(pods)
-        desired = expected  # no constraint: kube treats it as minAvailable = all? (validation forbids it)
+        # Neither field (policy/v1 allows it): kube leaves both at zero, so the budget allows no disruption.
+        expected = desired = 0
     # Expire disrupted-pod entries: gone, terminating, or older than the timeout.
     names = {(p.get("metadata") or {}).get("name"): p for p in pods}
     disrupted: dict[str, str] = {}
