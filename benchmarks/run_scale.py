@@ -34,7 +34,9 @@ reports, from its /metrics and the API:
   wait for a CPU, so that a lag over 20 ms can be set against time the thread was given no CPU;
 - each window's three slowest reviews (after the first), each beside what the witness saw of the webhook's
   thread (found by its kernel name) and of the loop thread while it lasted: on a CPU, waiting for one,
-  without one, off one (blocked: for the GIL, on its socket).
+  without one, off one (blocked: for the GIL, on its socket), and how far apart the witness's own samples
+  came (it asks for one every 2 ms: a gap of tens of ms is a stall of a process that shares nothing with
+  `vpa run`, the machine's).
 
 Targets (issue 12): every VPA recommended ≤ 60 s after start, no 429 storm, steady loops within the
 interval, stalls ≤ 20 ms, webhook p99 ≤ 10 ms and max ≤ 20 ms, RSS ≤ 400 MiB. Loads of about 25 minutes on
@@ -806,7 +808,8 @@ def _review_rows(seen: Mapping[str, list[Sample]],
 def _brief(window: Window) -> str:
     return (f"on a CPU {window.cpu_s * 1000:.1f}, waiting for one {window.wait_s * 1000:.1f}, without one "
             f"≥ {window.stolen_s * 1000:.1f}, off a CPU {window.off_cpu_s * 1000:.1f} of "
-            f"{window.wall_s * 1000:.1f} ms sampled")
+            f"{window.wall_s * 1000:.1f} ms sampled (samples at most {window.longest_gap_s * 1000:.1f} ms "
+            "apart)")
 
 
 def _longest_stall(report: str) -> Timed | None:

@@ -10,7 +10,7 @@ unless the hypervisor took the vCPU away: the guest kernel still counts a stolen
 earns no CPU time (`_window` says how the kernel's late bookkeeping is allowed for). `benchmarks.run_scale`
 gives each window's longest span without a CPU beside the event-loop lags it measures, so that a lag the
 hypervisor made is told apart from one of the process's own making, and each of its slowest reviews beside
-what both threads did meanwhile.
+what both threads did meanwhile, and how far apart its own samples came (its own stall: the machine's).
 
 Must not: sample faster than the kernel's statistics are worth (a few ms), or touch the watched process.
 """
@@ -56,6 +56,10 @@ class Window:
     stolen_s: float = 0.0
     longest_stolen_s: float = 0.0
     longest_wait_s: float = 0.0
+    longest_gap_s: float = 0.0
+    """The longest time between two of the window's samples: the witness's own stall (it asks for one
+    every period, from a process that shares nothing with the one watched). A gap of tens of ms beside a
+    stall of the watched thread says the machine held both processes, not the watched one's code."""
 
     @property
     def off_cpu_s(self) -> float:
@@ -70,7 +74,8 @@ class Window:
         return (f"longest span without a CPU at least {self.longest_stolen_s * 1000:.1f} ms"
                 f" (in all {self.stolen_s:.2f} s); longest wait for a CPU"
                 f" {self.longest_wait_s * 1000:.1f} ms (in all {self.wait_s:.2f} s);"
-                f" on a CPU {on_cpu:.0f}% of {self.wall_s:.1f} s")
+                f" on a CPU {on_cpu:.0f}% of {self.wall_s:.1f} s; the witness's own samples at most"
+                f" {self.longest_gap_s * 1000:.1f} ms apart")
 
 
 def read_sample(stat_fd: Any, schedstat_fd: Any) -> Sample | None:
@@ -179,7 +184,7 @@ def _window(samples: Iterable[Sample]) -> Window:
     scheduler ticks, so a tick's worth of it at most is late; a vCPU the hypervisor took away is never
     accounted for, and the guest switches no thread off it. Such intervals, each mostly unaccounted for,
     make one span when they follow one another."""
-    wall = cpu = wait = stolen = longest_stolen = longest_wait = 0.0
+    wall = cpu = wait = stolen = longest_stolen = longest_wait = longest_gap = 0.0
     span = 0.0  # the current span without a CPU
     since: Sample | None = None  # the last settled sample of the current run of `R` samples
     previous: Sample | None = None
@@ -189,6 +194,7 @@ def _window(samples: Iterable[Sample]) -> Window:
             d_cpu, d_wait = sample.cpu_s - previous.cpu_s, sample.wait_s - previous.wait_s
             wall, cpu, wait = wall + gap, cpu + d_cpu, wait + d_wait
             longest_wait = max(longest_wait, d_wait)
+            longest_gap = max(longest_gap, gap)
         if sample.state != "R":
             since, span = None, 0.0
         elif since is None:
@@ -206,7 +212,7 @@ def _window(samples: Iterable[Sample]) -> Window:
                 span = 0.0
             since = sample
         previous = sample
-    return Window(wall, cpu, wait, stolen, longest_stolen, longest_wait)
+    return Window(wall, cpu, wait, stolen, longest_stolen, longest_wait, longest_gap)
 
 
 class ThreadWitness:

@@ -105,9 +105,20 @@ def test_a_window_reads_only_the_samples_inside_it() -> None:
 
 def test_a_window_describes_its_spans_and_its_share_on_a_cpu() -> None:
     window = Window(wall_s=10.0, cpu_s=9.0, wait_s=0.25, stolen_s=0.5, longest_stolen_s=0.0156,
-                    longest_wait_s=0.003)
+                    longest_wait_s=0.003, longest_gap_s=0.0041)
     assert window.describe() == ("longest span without a CPU at least 15.6 ms (in all 0.50 s); longest wait "
-                                 "for a CPU 3.0 ms (in all 0.25 s); on a CPU 90% of 10.0 s")
+                                 "for a CPU 3.0 ms (in all 0.25 s); on a CPU 90% of 10.0 s; the witness's "
+                                 "own samples at most 4.1 ms apart")
+
+
+def test_the_witness_own_longest_gap_between_samples_is_its_stall() -> None:
+    """The sampler asks for a sample every 2 ms; when it is itself held (the machine gave neither process
+    a CPU), two samples lie far apart, whatever the watched thread's counters say."""
+    before = _running(100.0, 0.2, cpu=5.0)
+    late = [s._replace(at=s.at + 0.025) for s in _after(before, 0.2)]  # the next sample 27 ms on
+    window = _one(before + late)
+    assert window.longest_gap_s == pytest.approx(0.027)
+    assert _one(before).longest_gap_s == pytest.approx(PERIOD)
 
 
 def test_a_span_shorter_than_the_samples_is_read_from_the_samples_on_either_side() -> None:

@@ -131,7 +131,7 @@ def test_a_slow_review_is_set_beside_both_threads_time_while_it_lasted() -> None
     assert webhook.startswith(
         "webhook thread: on a CPU 2.0, waiting for one 0.0, without one ≥ 0.0, off a CPU 18.0")
     assert loop.startswith("loop thread: on a CPU 20.0,")
-    assert webhook.endswith("of 20.0 ms sampled")
+    assert webhook.endswith("of 20.0 ms sampled (samples at most 2.0 ms apart)")
 
 
 def test_a_review_the_witness_did_not_see_says_so() -> None:
