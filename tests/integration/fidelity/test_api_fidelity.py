@@ -393,6 +393,51 @@ async def case_disruption_budget_without_min_or_max(api: Api) -> list[Any]:
     return out
 
 
+async def case_disruption_budget_over_finished_pods(api: Api) -> list[Any]:
+    ns = await api.namespace("fid-pdb-done")
+    pods = f"/api/v1/namespaces/{ns}/pods"
+    # "b" runs for a second and succeeds (the node agent both clusters run reads the annotation).
+    done = {
+        **POD,
+        "metadata": {**POD["metadata"], "name": "b", "annotations": {"sim.vpa.dev/run-seconds": "1"}},
+        "spec": {**POD["spec"], "restartPolicy": "Never"},
+    }
+    await api.call("POST", pods, {**POD, "metadata": {**POD["metadata"], "name": "a"}})
+    await api.call("POST", pods, done)
+
+    async def settled() -> bool:
+        _, a = await api.call("GET", f"{pods}/a")
+        _, b = await api.call("GET", f"{pods}/b")
+        ready = any(
+            c.get("type") == "Ready" and c.get("status") == "True"
+            for c in (a.get("status") or {}).get("conditions") or []
+        )
+        return ready and (b.get("status") or {}).get("phase") == "Succeeded"
+
+    await api.until("pod a ready and pod b succeeded", settled)
+    # Created only now, so its first status already sees the finished pod.
+    pdb = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "pdb"},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "fid"}}},
+    }
+    await api.call("POST", f"/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets", pdb)
+
+    async def counted() -> Any:
+        _, doc = await api.call("GET", f"/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets/pdb")
+        st = doc.get("status") or {}
+        observed = st.get("observedGeneration") == doc["metadata"]["generation"]
+        return st if observed and st.get("currentHealthy") == 1 else None
+
+    status: dict[str, Any] = {}
+    with contextlib.suppress(AssertionError):
+        status = await api.until("the budget counting pod a healthy", counted, timeout_s=30)
+    return [
+        {k: status.get(k) for k in ("currentHealthy", "desiredHealthy", "expectedPods", "disruptionsAllowed")}
+    ]
+
+
 async def case_resize_subresource(api: Api) -> list[Any]:
     ns = await api.namespace("fid-resize")
     pods = f"/api/v1/namespaces/{ns}/pods"
@@ -518,6 +563,7 @@ CASES = {
     "status-and-scale": case_status_and_scale_subresources,
     "eviction-and-pdb": case_eviction_and_disruption_budget,
     "pdb-without-min-or-max": case_disruption_budget_without_min_or_max,
+    "pdb-over-finished-pods": case_disruption_budget_over_finished_pods,
     "resize": case_resize_subresource,
     "pod-level-resources": case_pod_level_resources,
     "pod-level-defaults-limits-and-resize": case_pod_level_defaults_limits_and_resize,

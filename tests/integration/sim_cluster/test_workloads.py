@@ -205,6 +205,26 @@ async def test_integer_min_available_counts_pods_without_a_controller() -> None:
         assert not [e for e in cluster.store.list("events", "default") if e["reason"] == "UnmanagedPods"]
 
 
+async def test_integer_min_available_expects_pods_that_have_finished() -> None:
+    async with sim("1.35") as (cluster, _http):
+        await create_pod(cluster, pod("a", labels={"app": "bare"}))
+        done = pod("b", labels={"app": "bare"}, annotations={"sim.vpa.dev/run-seconds": "1"})
+        done["spec"]["restartPolicy"] = "Never"
+        await create_pod(cluster, done)
+        await cluster.advance(5)
+        finished = cluster.store.get("pods", "default", "b")
+        assert finished is not None
+        assert finished["status"]["phase"] == "Succeeded"
+        await cluster.store.create("poddisruptionbudgets.policy", budget("bare", "bare", minAvailable=1))
+        await cluster.settle()
+        pdb = cluster.store.get("poddisruptionbudgets.policy", "default", "bare")
+        assert pdb is not None
+        assert {
+            k: pdb["status"][k]
+            for k in ("currentHealthy", "desiredHealthy", "expectedPods", "disruptionsAllowed")
+        } == {"currentHealthy": 1, "desiredHealthy": 1, "expectedPods": 2, "disruptionsAllowed": 0}
+
+
 async def test_eviction_of_missing_pod_and_pod_without_budget() -> None:
     async with sim("1.35") as (cluster, http):
         code, body = await evict(http, "nope")

@@ -248,6 +248,13 @@ def unmanaged(name: str, ready: bool = True) -> dict[str, Any]:
     return ready_pod(name, ready=ready, owner=None)
 
 
+def finished(name: str, phase: str = "Succeeded", owner: str | None = "rs") -> dict[str, Any]:
+    """A pod that ran to the end: the kubelet reports it not Ready (reason PodCompleted)."""
+    done = ready_pod(name, ready=False, owner=owner)
+    done["status"]["phase"] = phase
+    return done
+
+
 def scale_of(replicas: dict[str, int]) -> Any:
     """An `expected_scale` summing each distinct controller's replicas; it refuses pods without one, as
     `compute` must not pass them, and a controller it does not know, as the controllers' finder does."""
@@ -322,6 +329,30 @@ PDB_CASES = [
         [ready_pod("a", ready=False), ready_pod("b", deleting=True), ready_pod("c")],
         3,
         (3, 1, 1, 0),
+    ),
+    # Pods that have finished still match the selector: an integer minAvailable expects them (kube lists
+    # every matching pod), though they are never healthy.
+    (
+        "min-available-int-expects-finished-pods",
+        {"minAvailable": 1},
+        [ready_pod("a"), finished("b"), finished("c", phase="Failed")],
+        3,
+        (3, 1, 1, 0),
+    ),
+    (
+        "min-available-int-finished-pods-allow-none",
+        {"minAvailable": 1},
+        [ready_pod("a"), ready_pod("b"), finished("c")],
+        3,
+        (3, 1, 2, 1),
+    ),
+    # With maxUnavailable the controller's scale is what is expected, finished pods or not.
+    (
+        "max-unavailable-finished-pods-not-healthy",
+        {"maxUnavailable": 1},
+        [ready_pod("a"), ready_pod("b"), finished("c")],
+        3,
+        (3, 2, 2, 0),
     ),
 ]
 

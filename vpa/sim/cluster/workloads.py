@@ -994,11 +994,12 @@ class Controllers:
         if pdb is None:
             return
         selector = (pdb.get("spec") or {}).get("selector")
+        # Every matching pod, terminal ones too, as kube lists them: a Succeeded or Failed pod is never Ready,
+        # so it counts toward an integer minAvailable's expectedPods (and its controller's scale) only.
         pods = [
             p
             for p in self.rt.cache("pods").in_namespace(k[0])
             if selector_matches(selector, (p.get("metadata") or {}).get("labels") or {})
-            and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
         ]
         now = self.clock.now()
         try:
