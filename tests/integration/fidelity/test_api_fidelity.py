@@ -438,6 +438,67 @@ async def case_disruption_budget_over_finished_pods(api: Api) -> list[Any]:
     ]
 
 
+async def case_disruption_budget_sync_failed(api: Api) -> list[Any]:
+    ns = await api.namespace("fid-pdb-fail")
+    pods = f"/api/v1/namespaces/{ns}/pods"
+    budgets = f"/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets"
+    # A pod controlled by a (suspended) CronJob: an owner that exists, so nothing collects or adopts the pod,
+    # but has no scale, so a maxUnavailable budget over it cannot be computed and its sync fails.
+    cronjob = {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": {"name": "owner"},
+        "spec": {
+            "schedule": "0 0 1 1 *",
+            "suspend": True,
+            "jobTemplate": {"spec": {"template": {"spec": {**POD["spec"], "restartPolicy": "Never"}}}},
+        },
+    }
+    _, owner = await api.call("POST", f"/apis/batch/v1/namespaces/{ns}/cronjobs", cronjob)
+    ref = {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "name": "owner",
+        "uid": (owner.get("metadata") or {}).get("uid"),
+        "controller": True,
+    }
+    owned = {**POD, "metadata": {**POD["metadata"], "name": "a", "ownerReferences": [ref]}}
+    await api.call("POST", pods, owned)
+
+    async def running() -> bool:
+        _, pod = await api.call("GET", f"{pods}/a")
+        return (pod.get("status") or {}).get("phase") == "Running"
+
+    await api.until("pod a running", running)
+    pdb = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "pdb"},
+        "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "fid"}}},
+    }
+    await api.call("POST", budgets, pdb)
+
+    async def failed() -> Any:
+        _, doc = await api.call("GET", f"{budgets}/pdb")
+        conds = (doc.get("status") or {}).get("conditions") or []
+        return doc if any(c.get("reason") == "SyncFailed" for c in conds) else None
+
+    doc = await api.until("the budget's failed sync", failed, timeout_s=30)
+    status = doc["status"]
+    cond = next(c for c in status["conditions"] if c.get("type") == "DisruptionAllowed")
+    counts = ("currentHealthy", "desiredHealthy", "expectedPods", "disruptionsAllowed")
+    out: list[Any] = [
+        {k: status.get(k) for k in counts},
+        # Never synced: the failed sync leaves the budget unobserved.
+        ("observedGeneration" in status, cond.get("status"), cond.get("observedGeneration")),
+    ]
+    eviction = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "a", "namespace": ns}}
+    blocked = await api.call("POST", f"{pods}/a/eviction", eviction)
+    causes = (blocked[1].get("details") or {}).get("causes") or []
+    out.append((_status(blocked), [(c.get("reason"), c.get("message")) for c in causes]))
+    return out
+
+
 async def case_resize_subresource(api: Api) -> list[Any]:
     ns = await api.namespace("fid-resize")
     pods = f"/api/v1/namespaces/{ns}/pods"
@@ -564,6 +625,7 @@ CASES = {
     "eviction-and-pdb": case_eviction_and_disruption_budget,
     "pdb-without-min-or-max": case_disruption_budget_without_min_or_max,
     "pdb-over-finished-pods": case_disruption_budget_over_finished_pods,
+    "pdb-sync-failed": case_disruption_budget_sync_failed,
     "resize": case_resize_subresource,
     "pod-level-resources": case_pod_level_resources,
     "pod-level-defaults-limits-and-resize": case_pod_level_defaults_limits_and_resize,

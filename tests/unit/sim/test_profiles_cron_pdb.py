@@ -535,6 +535,133 @@ def test_pdb_compute_still_fails_where_kube_does(
     assert str(info.value) == message
 
 
+LATER = T0 + 30
+
+
+def cond(status: str, reason: str, message: str = "", at: float = T0, **extra: Any) -> dict[str, Any]:
+    return {
+        "type": "DisruptionAllowed",
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": disruption.rfc3339(at),
+        **extra,
+    }
+
+
+PAUSED: dict[str, Any] = {
+    "type": "Paused",
+    "status": "True",
+    "reason": "ByHand",
+    "message": "",
+    "lastTransitionTime": "2025-12-31T00:00:00Z",
+}
+COUNTS = {"currentHealthy": 2, "desiredHealthy": 1, "expectedPods": 2}
+
+FAIL_SAFE_CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
+    # id, the budget's status before a failed sync (its generation is 2), the status written after it
+    # Never synced: it stays unobserved, so an eviction still hears "being processed"; the counts are zeros.
+    (
+        "never-synced",
+        {},
+        {
+            "currentHealthy": 0,
+            "desiredHealthy": 0,
+            "expectedPods": 0,
+            "disruptionsAllowed": 0,
+            "conditions": [cond("False", "SyncFailed", "boom", at=LATER)],
+        },
+    ),
+    # Synced at generation 1 and allowing one: the counts and observedGeneration stay, the condition flips.
+    (
+        "was-allowing",
+        {
+            **COUNTS,
+            "disruptionsAllowed": 1,
+            "observedGeneration": 1,
+            "disruptedPods": {"a": "2026-01-01T00:00:00Z"},
+            "conditions": [PAUSED, cond("True", "SufficientPods", observedGeneration=1)],
+        },
+        {
+            **COUNTS,
+            "disruptionsAllowed": 0,
+            "observedGeneration": 1,
+            "disruptedPods": {"a": "2026-01-01T00:00:00Z"},
+            "conditions": [PAUSED, cond("False", "SyncFailed", "boom", at=LATER, observedGeneration=1)],
+        },
+    ),
+    # Already refusing: the status does not change, so neither does the time of the transition.
+    (
+        "was-insufficient",
+        {
+            **COUNTS,
+            "disruptionsAllowed": 0,
+            "observedGeneration": 2,
+            "conditions": [cond("False", "InsufficientPods", observedGeneration=2)],
+        },
+        {
+            **COUNTS,
+            "disruptionsAllowed": 0,
+            "observedGeneration": 2,
+            "conditions": [cond("False", "SyncFailed", "boom", observedGeneration=2)],
+        },
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("before", "after"), [c[1:] for c in FAIL_SAFE_CASES], ids=[c[0] for c in FAIL_SAFE_CASES]
+)
+def test_failed_sync_keeps_the_status_and_sets_only_its_condition(
+    before: dict[str, Any], after: dict[str, Any]
+) -> None:
+    pdb = {"metadata": {"name": "b", "generation": 2}, "status": before}
+    written = disruption.sync_failed_status(pdb, "boom", LATER)
+    assert written == after
+    # Failing again later writes the same status: nothing for the API server to store.
+    again = disruption.sync_failed_status({**pdb, "status": written}, "boom", LATER + 60)
+    assert again == written
+
+
+STATUS_CONDITION_CASES: list[tuple[str, list[dict[str, Any]], int, list[dict[str, Any]]]] = [
+    # id, conditions before, disruptions allowed now, conditions written (generation 3)
+    ("first", [], 1, [cond("True", "SufficientPods", at=LATER, observedGeneration=3)]),
+    (
+        "unchanged-keeps-time",
+        [cond("True", "SufficientPods", observedGeneration=2)],
+        2,
+        [cond("True", "SufficientPods", observedGeneration=3)],
+    ),
+    (
+        "recovered-from-failed-sync",
+        [PAUSED, cond("False", "SyncFailed", "boom", observedGeneration=2)],
+        0,
+        [PAUSED, cond("False", "InsufficientPods", observedGeneration=3)],
+    ),
+    (
+        "flips",
+        [cond("False", "InsufficientPods", observedGeneration=3), PAUSED],
+        1,
+        [cond("True", "SufficientPods", at=LATER, observedGeneration=3), PAUSED],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("before", "allowed", "after"),
+    [c[1:] for c in STATUS_CONDITION_CASES],
+    ids=[c[0] for c in STATUS_CONDITION_CASES],
+)
+def test_synced_status_sets_its_condition_among_the_others(
+    before: list[dict[str, Any]], allowed: int, after: list[dict[str, Any]]
+) -> None:
+    pdb = {"metadata": {"name": "b", "generation": 3}, "status": {"conditions": before}}
+    budget = disruption.Budget(2, 2 - allowed, 2, allowed, {})
+    status = disruption.status_of(pdb, budget, LATER)
+    assert status["conditions"] == after
+    assert status["observedGeneration"] == 3
+
+
 SELECTOR_TEXT_CASES: list[tuple[str, dict[str, Any] | None, str]] = [
     ("nil", None, "nil"),
     (

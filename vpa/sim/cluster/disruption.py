@@ -1,8 +1,9 @@
 """PodDisruptionBudget arithmetic: the disruption controller's status and the eviction subresource's verdict.
 
 Owns: scaling int-or-percent values (`GetScaledValueFromIntOrPercent`), computing
-`expectedPods/desiredHealthy/currentHealthy/disruptionsAllowed` and the `DisruptionAllowed` condition from the
-matching pods and their controllers' scale (pods without a controller are left out of the scale and named, as
+`expectedPods/desiredHealthy/currentHealthy/disruptionsAllowed` and the `DisruptionAllowed` condition (set
+among the others as kube's condition setter does; on a failed sync only it changes) from the matching pods and
+their controllers' scale (pods without a controller are left out of the scale and named, as
 kube-controller-manager does, rather than failing the sync), expiring `disruptedPods` entries, and deciding
 whether an eviction may go ahead (and whether it consumes a disruption), with kube's messages (and the text of
 its `UnmanagedPods` warning).
@@ -165,32 +166,53 @@ def compute(
     return Budget(expected, desired, healthy, allowed, disrupted, unmanaged)
 
 
+def set_condition(
+    conditions: Sequence[Mapping[str, Any]], cond: Mapping[str, Any], now: float
+) -> list[JsonObj]:
+    """`conditions` with `cond` set as kube's condition setter sets one: the entry of its type takes the new
+    status, reason, message and observedGeneration (dropped when `cond` has none) but keeps its
+    lastTransitionTime unless the status changes; a type not present is appended stamped `now`. Other types
+    are left as they are."""
+    out: list[JsonObj] = []
+    found = False
+    for old in conditions:
+        if found or old.get("type") != cond.get("type"):
+            out.append(dict(old))
+            continue
+        found = True
+        same = old.get("status") == cond.get("status") and old.get("lastTransitionTime")
+        merged: JsonObj = {k: v for k, v in old.items() if k != "observedGeneration"}
+        merged.update(cond)
+        merged["lastTransitionTime"] = old["lastTransitionTime"] if same else rfc3339(now)
+        out.append(merged)
+    if not found:
+        out.append({**cond, "lastTransitionTime": rfc3339(now)})
+    return out
+
+
+def _condition(status: str, reason: str, message: str, generation: object) -> JsonObj:
+    """A `DisruptionAllowed` condition; an observedGeneration of 0 or none is left out, as Go omits it."""
+    cond: JsonObj = {"type": "DisruptionAllowed", "status": status, "reason": reason, "message": message}
+    if generation:
+        cond["observedGeneration"] = generation
+    return cond
+
+
 def status_of(pdb: Mapping[str, Any], budget: Budget, now: float) -> JsonObj:
-    """The `status` the disruption controller writes (keeps lastTransitionTime of an unchanged condition)."""
+    """The `status` the disruption controller writes: the counts, observedGeneration, and its
+    `DisruptionAllowed` condition set among the others (see `set_condition`)."""
     old = pdb.get("status") or {}
     allowed = budget.disruptions_allowed > 0
-    cond_status = "True" if allowed else "False"
-    reason = "SufficientPods" if allowed else "InsufficientPods"
-    prior = next((c for c in old.get("conditions") or [] if c.get("type") == "DisruptionAllowed"), None)
-    transition = (
-        prior.get("lastTransitionTime") if prior and prior.get("status") == cond_status else rfc3339(now)
-    )
     generation = (pdb.get("metadata") or {}).get("generation")
+    cond = _condition(
+        "True" if allowed else "False", "SufficientPods" if allowed else "InsufficientPods", "", generation
+    )
     status: JsonObj = {
         "currentHealthy": budget.current_healthy,
         "desiredHealthy": budget.desired_healthy,
         "expectedPods": budget.expected_pods,
         "disruptionsAllowed": budget.disruptions_allowed,
-        "conditions": [
-            {
-                "type": "DisruptionAllowed",
-                "status": cond_status,
-                "reason": reason,
-                "message": "",
-                "lastTransitionTime": transition,
-                **({"observedGeneration": generation} if generation is not None else {}),
-            }
-        ],
+        "conditions": set_condition(old.get("conditions") or [], cond, now),
     }
     if generation is not None:
         status["observedGeneration"] = generation
@@ -200,21 +222,15 @@ def status_of(pdb: Mapping[str, Any], budget: Budget, now: float) -> JsonObj:
 
 
 def sync_failed_status(pdb: Mapping[str, Any], message: str, now: float) -> JsonObj:
-    """`failSafe`: on a sync error the controller sets disruptionsAllowed to 0 with reason SyncFailed."""
+    """`failSafe`: on a sync error the controller keeps the status it had (observedGeneration included, so
+    a budget never synced stays unobserved), allows no disruption, and sets its condition to SyncFailed
+    with the error, observed at the status' own generation. A repeated failure changes nothing."""
     old = dict(pdb.get("status") or {})
+    for counter in ("currentHealthy", "desiredHealthy", "expectedPods"):
+        old.setdefault(counter, 0)  # Go's status struct always carries them
     old["disruptionsAllowed"] = 0
-    old["conditions"] = [
-        {
-            "type": "DisruptionAllowed",
-            "status": "False",
-            "reason": "SyncFailed",
-            "message": message,
-            "lastTransitionTime": rfc3339(now),
-        }
-    ]
-    generation = (pdb.get("metadata") or {}).get("generation")
-    if generation is not None:
-        old["observedGeneration"] = generation
+    cond = _condition("False", "SyncFailed", message, old.get("observedGeneration"))
+    old["conditions"] = set_condition(old.get("conditions") or [], cond, now)
     return old
 
 
