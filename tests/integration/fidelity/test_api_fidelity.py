@@ -491,6 +491,7 @@ async def case_disruption_budget_sync_failed(api: Api) -> list[Any]:
         {k: status.get(k) for k in counts},
         # Never synced: the failed sync leaves the budget unobserved.
         ("observedGeneration" in status, cond.get("status"), cond.get("observedGeneration")),
+        cond.get("message"),
     ]
     eviction = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "a", "namespace": ns}}
     blocked = await api.call("POST", f"{pods}/a/eviction", eviction)

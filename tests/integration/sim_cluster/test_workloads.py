@@ -180,13 +180,13 @@ async def test_budget_over_pods_without_a_controller_warns_and_counts_them() -> 
         assert pdb is not None
         cond = condition(pdb, "DisruptionAllowed")
         assert cond is not None
-        assert (cond["reason"], cond["message"]) == ("SyncFailed", "found no controllers for pod 'c'")
+        assert (cond["reason"], cond["message"]) == ("SyncFailed", 'found no controllers for pod "c"')
         assert pdb["status"]["disruptionsAllowed"] == 0
         code, body = await evict(http, "a")
         assert code == 429
         assert body["details"]["causes"][0]["message"] == (
             "The disruption budget bare does not allow evicting pods currently because it failed sync: "
-            "found no controllers for pod 'c'"
+            'found no controllers for pod "c"'
         )
 
 

@@ -265,7 +265,8 @@ def scale_of(replicas: dict[str, int]) -> Any:
             refs = [r for r in pod["metadata"].get("ownerReferences") or [] if r.get("controller")]
             assert refs, f"pod {pod['metadata']['name']} has no controller"
             if refs[0]["uid"] not in replicas:
-                raise disruption.ScaleError(f"found no controllers for pod {pod['metadata']['name']!r}")
+                name = disruption.go_quote(pod["metadata"]["name"])
+                raise disruption.ScaleError(f"found no controllers for pod {name}")
             uids.add(refs[0]["uid"])
         return sum(replicas[u] for u in uids)
 
@@ -505,7 +506,7 @@ SYNC_FAILED_CASES: list[tuple[str, dict[str, Any], list[dict[str, Any]], str]] =
         "controller-not-found",
         {"maxUnavailable": 1},
         [unmanaged("a"), ready_pod("b", owner="gone")],
-        "found no controllers for pod 'b'",
+        'found no controllers for pod "b"',
     ),
     (
         "percent-without-a-percent-sign",
@@ -662,6 +663,115 @@ def test_synced_status_sets_its_condition_among_the_others(
     assert status["observedGeneration"] == 3
 
 
+def owned(name: str, kind: str, owner: str, uid: str | None = None, api: str = "apps/v1") -> dict[str, Any]:
+    """A pod controlled by the `kind` named `owner` (its uid is its name unless `uid` says otherwise)."""
+    ref = {"apiVersion": api, "kind": kind, "name": owner, "uid": uid or owner, "controller": True}
+    return {"metadata": {"name": name, "namespace": "ns", "ownerReferences": [ref]}}
+
+
+def workload(name: str, replicas: int, uid: str | None = None, dep: str | None = None) -> dict[str, Any]:
+    md: dict[str, Any] = {"name": name, "uid": uid or name}
+    if dep is not None:
+        md["ownerReferences"] = [
+            {"apiVersion": "apps/v1", "kind": "Deployment", "name": dep, "uid": dep, "controller": True}
+        ]
+    return {"metadata": md, "spec": {"replicas": replicas}}
+
+
+ScaleCase = tuple[str, list[dict[str, Any]], dict[tuple[str, str], dict[str, Any]], int | str]
+
+EXPECTED_SCALE_CASES: list[ScaleCase] = [
+    # id, pods, the objects there are (resource, name), the expected scale or the sync's error
+    (
+        "replica-set-counted-once",
+        [owned("a", "ReplicaSet", "rs"), owned("b", "ReplicaSet", "rs")],
+        {("replicasets.apps", "rs"): workload("rs", 3)},
+        3,
+    ),
+    (
+        "two-replica-sets-of-one-deployment",
+        [owned("a", "ReplicaSet", "old"), owned("b", "ReplicaSet", "new")],
+        {
+            ("replicasets.apps", "old"): workload("old", 1, dep="d"),
+            ("replicasets.apps", "new"): workload("new", 4, dep="d"),
+            ("deployments.apps", "d"): workload("d", 4),
+        },
+        4,
+    ),
+    # Its Deployment gone (or a namesake with another uid): the ReplicaSet's own replicas count.
+    (
+        "deployment-gone",
+        [owned("a", "ReplicaSet", "rs")],
+        {("replicasets.apps", "rs"): workload("rs", 2, dep="d")},
+        2,
+    ),
+    (
+        "deployment-namesake",
+        [owned("a", "ReplicaSet", "rs")],
+        {
+            ("replicasets.apps", "rs"): workload("rs", 2, dep="d"),
+            ("deployments.apps", "d"): workload("d", 5, uid="other"),
+        },
+        2,
+    ),
+    (
+        "stateful-set-and-rc",
+        [owned("a", "StatefulSet", "sts"), owned("b", "ReplicationController", "rc", api="v1")],
+        {
+            ("statefulsets.apps", "sts"): workload("sts", 2),
+            ("replicationcontrollers", "rc"): workload("rc", 1),
+        },
+        3,
+    ),
+    (
+        "replica-set-namesake",
+        [owned("a", "ReplicaSet", "rs")],
+        {("replicasets.apps", "rs"): workload("rs", 3, uid="recreated")},
+        'found no controllers for pod "a"',
+    ),
+    ("replica-set-gone", [owned("a", "ReplicaSet", "rs")], {}, 'found no controllers for pod "a"'),
+    # Owners with no scale subresource fail the sync whether or not they exist.
+    (
+        "daemon-set",
+        [owned("a", "DaemonSet", "ds")],
+        {("daemonsets.apps", "ds"): workload("ds", 0)},
+        "daemonsets.apps does not implement the scale subresource",
+    ),
+    (
+        "job",
+        [owned("a", "Job", "j", api="batch/v1")],
+        {},
+        "jobs.batch does not implement the scale subresource",
+    ),
+    (
+        "cron-job",
+        [owned("a", "CronJob", "cj", api="batch/v1")],
+        {},
+        "cronjobs.batch does not implement the scale subresource",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("pods", "objects", "expected"),
+    [c[1:] for c in EXPECTED_SCALE_CASES],
+    ids=[c[0] for c in EXPECTED_SCALE_CASES],
+)
+def test_expected_scale_finds_controllers_as_kube_does(
+    pods: list[dict[str, Any]], objects: dict[tuple[str, str], dict[str, Any]], expected: int | str
+) -> None:
+    def get(resource: str, namespace: str, name: str) -> dict[str, Any] | None:
+        assert namespace == "ns"
+        return objects.get((resource, name))
+
+    if isinstance(expected, str):
+        with pytest.raises(disruption.ScaleError) as info:
+            disruption.expected_scale(pods, get)
+        assert str(info.value) == expected
+    else:
+        assert disruption.expected_scale(pods, get) == expected
+
+
 SELECTOR_TEXT_CASES: list[tuple[str, dict[str, Any] | None, str]] = [
     ("nil", None, "nil"),
     (
@@ -766,9 +876,9 @@ REFUSAL_CASES = [
     # id, budget allowing no disruption, the 429's DisruptionBudget cause
     (
         "failed-sync-first",
-        refusing(0, 0, {"reason": "SyncFailed", "message": "found no controllers for pod 'a'"}),
+        refusing(0, 0, {"reason": "SyncFailed", "message": 'found no controllers for pod "a"'}),
         "The disruption budget b does not allow evicting pods currently because it failed sync: "
-        "found no controllers for pod 'a'",
+        'found no controllers for pod "a"',
     ),
     (
         "too-few-healthy",

@@ -14,6 +14,7 @@ Must not: do I/O or read the clock (callers pass `now`).
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -108,6 +109,83 @@ def split_unmanaged(pods: Sequence[Mapping[str, Any]]) -> tuple[list[Mapping[str
         else:
             managed.append(pod)
     return managed, tuple(unmanaged)
+
+
+def go_quote(text: str) -> str:
+    """`text` as Go's `%q` prints it (object names are ASCII, where JSON's quoting is the same)."""
+    return json.dumps(text)
+
+
+# The owners the disruption controller can look up: (group, kind) → store resource, and whether the resource
+# has a `scale` subresource. A pod whose controller is one without scale makes the budget's sync fail with
+# "<resource> does not implement the scale subresource" (kube finds that out from discovery).
+OWNER_RESOURCES: Final[Mapping[tuple[str, str], tuple[str, bool]]] = {
+    ("", "ReplicationController"): ("replicationcontrollers", True),
+    ("apps", "ReplicaSet"): ("replicasets.apps", True),
+    ("apps", "Deployment"): ("deployments.apps", True),
+    ("apps", "StatefulSet"): ("statefulsets.apps", True),
+    ("apps", "DaemonSet"): ("daemonsets.apps", False),
+    ("batch", "Job"): ("jobs.batch", False),
+    ("batch", "CronJob"): ("cronjobs.batch", False),
+}
+
+Lookup = Callable[[str, str, str], Mapping[str, Any] | None]
+
+
+def _owned_by(obj: Mapping[str, Any] | None, ref: Mapping[str, Any]) -> bool:
+    """`obj` exists and is the very object `ref` names (same uid: not a namesake created since)."""
+    return obj is not None and (obj.get("metadata") or {}).get("uid") == ref.get("uid")
+
+
+def _replicas(obj: Mapping[str, Any]) -> int:
+    return int((obj.get("spec") or {}).get("replicas", 1) or 0)
+
+
+def _scale_of(ref: Mapping[str, Any], namespace: str, get: Lookup) -> tuple[str, int] | None:
+    """The controller `ref` names and its scale, as the controller's finders see it, or None when none is
+    found. A ReplicaSet counts its Deployment's replicas (when that Deployment is still there), else its
+    own; an owner kind with no scale raises ScaleError."""
+    group = str(ref.get("apiVersion") or "").rpartition("/")[0]
+    kind = str(ref.get("kind") or "")
+    if group == "extensions" and kind == "ReplicaSet":
+        group = "apps"  # the one older group kube's ReplicaSet finders still accept
+    known = OWNER_RESOURCES.get((group, kind))
+    if known is None:
+        return None  # kube maps other kinds through discovery; vpa sim knows only its workloads
+    resource, scalable = known
+    if not scalable:
+        raise ScaleError(f"{resource} does not implement the scale subresource")
+    owner = get(resource, namespace, str(ref.get("name") or ""))
+    if owner is None or not _owned_by(owner, ref):
+        return None
+    if kind == "ReplicaSet":
+        dep_ref = controller_of(owner)
+        if dep_ref is not None and dep_ref.get("kind") == "Deployment":
+            dep = get("deployments.apps", namespace, str(dep_ref.get("name") or ""))
+            if dep is not None and _owned_by(dep, dep_ref):
+                return str(dep_ref.get("uid")), _replicas(dep)
+    return str(ref.get("uid")), _replicas(owner)
+
+
+def expected_scale(pods: Sequence[Mapping[str, Any]], get: Lookup) -> int:
+    """The disruption controller's `getExpectedScale` over pods that have a controller: the sum of the
+    distinct controllers' replicas. `get(resource, namespace, name)` reads an object (None: not found).
+    Raises ScaleError when a pod's controller cannot be found or has no scale."""
+    scales: dict[str, int] = {}
+    looked_up: set[str] = set()
+    for pod in pods:
+        ref = controller_of(pod)
+        if ref is None:
+            continue  # `compute` passes only the pods that have a controller
+        if str(ref.get("uid")) in looked_up:
+            continue
+        meta = pod.get("metadata") or {}
+        found = _scale_of(ref, str(meta.get("namespace") or ""), get)
+        if found is None:
+            raise ScaleError(f"found no controllers for pod {go_quote(str(meta.get('name') or ''))}")
+        looked_up.add(str(ref.get("uid")))
+        scales[found[0]] = found[1]
+    return sum(scales.values())
 
 
 def compute(

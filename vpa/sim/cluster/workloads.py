@@ -957,37 +957,7 @@ class Controllers:
     # --- PodDisruptionBudget --------------------------------------------------------------------------------
 
     def _expected_scale(self, pods: Sequence[Mapping[str, Any]]) -> int:
-        seen: dict[str, int] = {}
-        for pod in pods:
-            ref = controller_of(pod)
-            if ref is None:
-                continue  # `disruption.compute` passes only the pods that have a controller
-            uid = str(ref.get("uid"))
-            if uid in seen:
-                continue
-            kind = ref.get("kind")
-            ns = (pod.get("metadata") or {}).get("namespace")
-            resource = _KIND_RESOURCE.get(str(kind))
-            owner = self.store.get(resource, ns, str(ref.get("name"))) if resource else None
-            if owner is None or kind not in (
-                "ReplicaSet",
-                "ReplicationController",
-                "StatefulSet",
-                "Deployment",
-            ):
-                raise disruption.ScaleError(f"found no controllers for pod {pod['metadata'].get('name')!r}")
-            if kind == "ReplicaSet":
-                dep_ref = controller_of(owner)
-                if dep_ref is not None and dep_ref.get("kind") == "Deployment":
-                    dep = self.store.get(DEPLOYMENTS, ns, str(dep_ref.get("name")))
-                    if dep is not None:
-                        dep_uid = str(dep_ref.get("uid"))
-                        if dep_uid not in seen:
-                            seen[dep_uid] = int((dep.get("spec") or {}).get("replicas", 1) or 0)
-                        seen[uid] = 0
-                        continue
-            seen[uid] = int((owner.get("spec") or {}).get("replicas", 1) or 0)
-        return sum(seen.values())
+        return disruption.expected_scale(pods, self.store.get)
 
     async def sync_pdb(self, k: Key) -> None:
         pdb = self._get(PDBS, k)
