@@ -497,6 +497,45 @@ async def case_disruption_budget_sync_failed(api: Api) -> list[Any]:
     blocked = await api.call("POST", f"{pods}/a/eviction", eviction)
     causes = (blocked[1].get("details") or {}).get("causes") or []
     out.append((_status(blocked), [(c.get("reason"), c.get("message")) for c in causes]))
+
+    async def event(reason: str, involved: str, more_than: int = 0) -> Any:
+        _, events = await api.call("GET", f"/api/v1/namespaces/{ns}/events")
+        return next(
+            (
+                e
+                for e in events.get("items") or []
+                if e.get("reason") == reason
+                and (e.get("involvedObject") or {}).get("name") == involved
+                and int(e.get("count") or 1) > more_than
+            ),
+            None,
+        )
+
+    failing = "CalculateExpectedPodCountFailed"
+    warned = await api.until("the failed sync's warning", lambda: event(failing, "pdb"))
+    about = warned.get("involvedObject") or {}
+    out.append((warned.get("type"), about.get("kind"), warned.get("message")))
+    # Failing again changes nothing: once a second has passed (lastTransitionTime is kept to the second),
+    # touch the pod so the budget syncs again, and wait for that sync's warning.
+    await asyncio.sleep(1.1)
+    _, warned = await api.call("GET", f"/api/v1/namespaces/{ns}/events/{warned['metadata']['name']}")
+    labels = {"app": "fid", "touched": "yes"}
+    await api.call("PATCH", f"{pods}/a", {"metadata": {"labels": labels}}, MERGE)
+    count = int(warned.get("count") or 1)
+    await api.until("the warning of another failed sync", lambda: event(failing, "pdb", count))
+    _, again = await api.call("GET", f"{budgets}/pdb")
+    out.append(
+        (
+            again["metadata"]["resourceVersion"] == doc["metadata"]["resourceVersion"],
+            again.get("status") == status,
+        )
+    )
+    # A budget that selects no pod says so.
+    nothing = {"minAvailable": 1, "selector": {"matchLabels": {"app": "nobody"}}}
+    none = {**pdb, "metadata": {"name": "none"}, "spec": nothing}
+    await api.call("POST", budgets, none)
+    noted = await api.until("the NoPods notice", lambda: event("NoPods", "none"))
+    out.append((noted.get("type"), noted.get("message")))
     return out
 
 

@@ -181,6 +181,13 @@ async def test_budget_over_pods_without_a_controller_warns_and_counts_them() -> 
         cond = condition(pdb, "DisruptionAllowed")
         assert cond is not None
         assert (cond["reason"], cond["message"]) == ("SyncFailed", 'found no controllers for pod "c"')
+        events = cluster.store.list("events", "default")
+        (failed,) = [e for e in events if e["reason"] == "CalculateExpectedPodCountFailed"]
+        assert (failed["type"], failed["involvedObject"]["name"], failed["message"]) == (
+            "Warning",
+            "bare",
+            'Failed to calculate the number of expected pods: found no controllers for pod "c"',
+        )
         assert pdb["status"]["disruptionsAllowed"] == 0
         code, body = await evict(http, "a")
         assert code == 429
@@ -203,6 +210,32 @@ async def test_integer_min_available_counts_pods_without_a_controller() -> None:
             for k in ("currentHealthy", "desiredHealthy", "expectedPods", "disruptionsAllowed")
         } == {"currentHealthy": 2, "desiredHealthy": 1, "expectedPods": 2, "disruptionsAllowed": 1}
         assert not [e for e in cluster.store.list("events", "default") if e["reason"] == "UnmanagedPods"]
+
+
+async def test_budget_over_no_pods_says_so_at_every_sync() -> None:
+    async with sim("1.35") as (cluster, _http):
+        await cluster.store.create("poddisruptionbudgets.policy", budget("none", "nobody", minAvailable=1))
+        await cluster.settle()
+
+        def notices() -> list[dict[str, Any]]:
+            return [e for e in cluster.store.list("events", "default") if e["reason"] == "NoPods"]
+
+        (notice,) = notices()
+        assert (notice["type"], notice["involvedObject"]["name"], notice["message"]) == (
+            "Normal",
+            "none",
+            "No matching pods found",
+        )
+        seen = notice["count"]
+        stored = cluster.store.get("poddisruptionbudgets.policy", "default", "none")
+        assert stored is not None
+        assert stored["status"]["expectedPods"] == 0
+        touched = copy.deepcopy(stored)
+        touched["metadata"]["labels"] = {"touched": "yes"}
+        await cluster.store.update("poddisruptionbudgets.policy", touched)
+        await cluster.settle()
+        (notice,) = notices()
+        assert notice["count"] > seen
 
 
 async def test_integer_min_available_expects_pods_that_have_finished() -> None:

@@ -972,9 +972,14 @@ class Controllers:
             if selector_matches(selector, (p.get("metadata") or {}).get("labels") or {})
         ]
         now = self.clock.now()
+        # kube sends these at every sync too (counted as one Event each).
+        if not pods:
+            await self._event(pdb, "Normal", "NoPods", "No matching pods found", repeat=True)
         try:
             budget = disruption.compute(pdb, pods, self._expected_scale, now)
         except disruption.ScaleError as err:
+            message = f"Failed to calculate the number of expected pods: {err}"
+            await self._event(pdb, "Warning", "CalculateExpectedPodCountFailed", message, repeat=True)
             status = disruption.sync_failed_status(pdb, str(err), now)
         else:
             status = disruption.status_of(pdb, budget, now)
