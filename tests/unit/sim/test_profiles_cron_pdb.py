@@ -860,6 +860,45 @@ def test_eviction_verdicts() -> None:
     assert allowed["status"]["disruptionsAllowed"] == 1  # the input is not changed
 
 
+CONSUME_CASES: list[tuple[str, int, list[dict[str, Any]], list[dict[str, Any]]]] = [
+    # id, disruptions allowed before the eviction, conditions before, conditions after (at LATER)
+    (
+        "the-last-one-turns-the-condition",
+        1,
+        [PAUSED, cond("True", "SufficientPods", observedGeneration=1)],
+        [PAUSED, cond("False", "InsufficientPods", at=LATER, observedGeneration=1)],
+    ),
+    (
+        "the-last-one-without-a-condition",
+        1,
+        [],
+        [cond("False", "InsufficientPods", at=LATER, observedGeneration=1)],
+    ),
+    (
+        "one-left-keeps-it",
+        2,
+        [cond("True", "SufficientPods", observedGeneration=1)],
+        [cond("True", "SufficientPods", observedGeneration=1)],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("allowed", "before", "after"), [c[1:] for c in CONSUME_CASES], ids=[c[0] for c in CONSUME_CASES]
+)
+def test_eviction_taking_the_last_disruption_sets_the_condition(
+    allowed: int, before: list[dict[str, Any]], after: list[dict[str, Any]]
+) -> None:
+    pdb = {
+        "metadata": {"name": "b", "generation": 1},
+        "status": {"observedGeneration": 1, "disruptionsAllowed": allowed, "conditions": before},
+    }
+    consumed = disruption.consume(pdb, "a", LATER)
+    assert consumed["status"]["disruptionsAllowed"] == allowed - 1
+    assert consumed["status"]["conditions"] == after
+    assert pdb["status"]["conditions"] == before  # the input is not changed
+
+
 def refusing(current: int, desired: int, cond: dict[str, Any] | None = None) -> dict[str, Any]:
     status: dict[str, Any] = {
         "observedGeneration": 1,

@@ -388,10 +388,15 @@ def _refusal(name: str, status: Mapping[str, Any], current: int, desired: int) -
 
 
 def consume(pdb: Mapping[str, Any], pod_name: str, now: float) -> JsonObj:
-    """The PDB after an eviction consumed one disruption (a copy)."""
+    """The PDB after an eviction consumed one disruption (a copy). Taking the last one also turns the
+    `DisruptionAllowed` condition False (InsufficientPods) at once, as kube-apiserver does, rather than at
+    the controller's next sync."""
     out = dict(pdb)
     status = dict(out.get("status") or {})
     status["disruptionsAllowed"] = int(status.get("disruptionsAllowed") or 0) - 1
+    if status["disruptionsAllowed"] == 0:
+        cond = _condition("False", "InsufficientPods", "", status.get("observedGeneration"))
+        status["conditions"] = set_condition(status.get("conditions") or [], cond, now)
     disrupted = dict(status.get("disruptedPods") or {})
     disrupted[pod_name] = rfc3339(now)
     status["disruptedPods"] = disrupted
