@@ -965,6 +965,38 @@ def test_eviction_checks_in_kube_order() -> None:
     assert info.value.code == 403
 
 
+FORBIDDEN_CASES: list[tuple[str, dict[str, Any], str]] = [
+    # id, the budget's status, the 403's message
+    (
+        "negative",
+        {"observedGeneration": 1, "disruptionsAllowed": -1},
+        'poddisruptionbudget.policy "b" is forbidden: pdb disruptions allowed is negative',
+    ),
+    (
+        "too-many-unconfirmed",
+        {
+            "observedGeneration": 1,
+            "disruptionsAllowed": 1,
+            "disruptedPods": {f"p{i}": "2026-01-01T00:00:00Z" for i in range(2001)},
+        },
+        'poddisruptionbudget.policy "b" is forbidden: DisruptedPods map too big - too many evictions not '
+        "confirmed by PDB controller",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("status", "message"), [c[1:] for c in FORBIDDEN_CASES], ids=[c[0] for c in FORBIDDEN_CASES]
+)
+def test_eviction_forbidden_names_the_budget(status: dict[str, Any], message: str) -> None:
+    pdb = {"metadata": {"name": "b", "generation": 1}, "status": status}
+    with pytest.raises(ApiError) as info:
+        disruption.eviction_verdict(pdb, ready_pod("a"))
+    assert (info.value.code, info.value.reason, info.value.message) == (403, "Forbidden", message)
+    details = info.value.status()["details"]
+    assert (details["group"], details["kind"], details["name"]) == ("policy", "poddisruptionbudget", "b")
+
+
 # --- patches --------------------------------------------------------------------------------------
 
 POD: dict[str, Any] = {

@@ -350,10 +350,10 @@ def eviction_verdict(pdb: Mapping[str, Any], pod: Mapping[str, Any]) -> Verdict:
         )
     allowed = int(status.get("disruptionsAllowed") or 0)
     if allowed < 0:
-        raise ApiError(403, "Forbidden", "pdb disruptions allowed is negative")
+        raise _forbidden(name, "pdb disruptions allowed is negative")
     if len(status.get("disruptedPods") or {}) > 2000:
-        raise ApiError(
-            403, "Forbidden", "DisruptedPods map too big - too many evictions not confirmed by PDB controller"
+        raise _forbidden(
+            name, "DisruptedPods map too big - too many evictions not confirmed by PDB controller"
         )
     if allowed == 0:
         raise ApiError(
@@ -363,6 +363,18 @@ def eviction_verdict(pdb: Mapping[str, Any], pod: Mapping[str, Any]) -> Verdict:
             causes=[{"reason": "DisruptionBudget", "message": _refusal(name, status, current, desired)}],
         )
     return Verdict(True, True)
+
+
+def _forbidden(name: str, why: str) -> ApiError:
+    """kube-apiserver's 403 about the budget; it names the resource in the singular, `poddisruptionbudget`."""
+    return ApiError(
+        403,
+        "Forbidden",
+        f'poddisruptionbudget.policy "{name}" is forbidden: {why}',
+        kind="poddisruptionbudget",
+        group="policy",
+        name=name,
+    )
 
 
 def _refusal(name: str, status: Mapping[str, Any], current: int, desired: int) -> str:
