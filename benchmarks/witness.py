@@ -60,6 +60,8 @@ class Window:
     """The longest time between two of the window's samples: the witness's own stall (it asks for one
     every period, from a process that shares nothing with the one watched). A gap of tens of ms beside a
     stall of the watched thread says the machine held both processes, not the watched one's code."""
+    long_gaps: int = 0
+    """The window's gaps between samples over `LONG_GAP_S`: the witness's own stalls over the target."""
 
     @property
     def off_cpu_s(self) -> float:
@@ -75,7 +77,8 @@ class Window:
                 f" (in all {self.stolen_s:.2f} s); longest wait for a CPU"
                 f" {self.longest_wait_s * 1000:.1f} ms (in all {self.wait_s:.2f} s);"
                 f" on a CPU {on_cpu:.0f}% of {self.wall_s:.1f} s; the witness's own samples at most"
-                f" {self.longest_gap_s * 1000:.1f} ms apart")
+                f" {self.longest_gap_s * 1000:.1f} ms apart ({self.long_gaps} gaps over"
+                f" {LONG_GAP_S * 1000:.0f} ms)")
 
 
 def read_sample(stat_fd: Any, schedstat_fd: Any) -> Sample | None:
@@ -122,6 +125,9 @@ def _sample(pid: int, tid: int, named: tuple[str, ...], period_s: float, stop: A
 
 MAIN: Final = "main"
 """The key of the watched thread's own samples in what `ThreadWitness.finish` returns."""
+
+LONG_GAP_S: Final = 0.020
+"""A gap between the witness's samples counted as its own stall (issue 12's bound on a stall)."""
 
 _LOOK_EVERY_S: Final = 0.05
 """How often the sampler looks for a named thread it has not found yet."""
@@ -185,6 +191,7 @@ def _window(samples: Iterable[Sample]) -> Window:
     accounted for, and the guest switches no thread off it. Such intervals, each mostly unaccounted for,
     make one span when they follow one another."""
     wall = cpu = wait = stolen = longest_stolen = longest_wait = longest_gap = 0.0
+    long_gaps = 0
     span = 0.0  # the current span without a CPU
     since: Sample | None = None  # the last settled sample of the current run of `R` samples
     previous: Sample | None = None
@@ -195,6 +202,7 @@ def _window(samples: Iterable[Sample]) -> Window:
             wall, cpu, wait = wall + gap, cpu + d_cpu, wait + d_wait
             longest_wait = max(longest_wait, d_wait)
             longest_gap = max(longest_gap, gap)
+            long_gaps += gap > LONG_GAP_S
         if sample.state != "R":
             since, span = None, 0.0
         elif since is None:
@@ -212,7 +220,7 @@ def _window(samples: Iterable[Sample]) -> Window:
                 span = 0.0
             since = sample
         previous = sample
-    return Window(wall, cpu, wait, stolen, longest_stolen, longest_wait, longest_gap)
+    return Window(wall, cpu, wait, stolen, longest_stolen, longest_wait, longest_gap, long_gaps)
 
 
 class ThreadWitness:

@@ -105,10 +105,10 @@ def test_a_window_reads_only_the_samples_inside_it() -> None:
 
 def test_a_window_describes_its_spans_and_its_share_on_a_cpu() -> None:
     window = Window(wall_s=10.0, cpu_s=9.0, wait_s=0.25, stolen_s=0.5, longest_stolen_s=0.0156,
-                    longest_wait_s=0.003, longest_gap_s=0.0041)
+                    longest_wait_s=0.003, longest_gap_s=0.0241, long_gaps=1)
     assert window.describe() == ("longest span without a CPU at least 15.6 ms (in all 0.50 s); longest wait "
                                  "for a CPU 3.0 ms (in all 0.25 s); on a CPU 90% of 10.0 s; the witness's "
-                                 "own samples at most 4.1 ms apart")
+                                 "own samples at most 24.1 ms apart (1 gaps over 20 ms)")
 
 
 def test_the_witness_own_longest_gap_between_samples_is_its_stall() -> None:
@@ -118,7 +118,9 @@ def test_the_witness_own_longest_gap_between_samples_is_its_stall() -> None:
     late = [s._replace(at=s.at + 0.025) for s in _after(before, 0.2)]  # the next sample 27 ms on
     window = _one(before + late)
     assert window.longest_gap_s == pytest.approx(0.027)
+    assert window.long_gaps == 1
     assert _one(before).longest_gap_s == pytest.approx(PERIOD)
+    assert _one(before).long_gaps == 0
 
 
 def test_a_span_shorter_than_the_samples_is_read_from_the_samples_on_either_side() -> None:
