@@ -288,6 +288,19 @@ async def case_status_and_scale_subresources(api: Api) -> list[Any]:
     return out
 
 
+BUDGET_COUNTS = ("currentHealthy", "desiredHealthy", "expectedPods", "disruptionsAllowed")
+
+
+def _budget(**spec: Any) -> dict[str, Any]:
+    """A PodDisruptionBudget `pdb` over the `app: fid` pods, with `spec`'s fields beside the selector."""
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "pdb"},
+        "spec": {**spec, "selector": {"matchLabels": {"app": "fid"}}},
+    }
+
+
 async def case_eviction_and_disruption_budget(api: Api) -> list[Any]:
     ns = await api.namespace("fid-evict")
     pods = f"/api/v1/namespaces/{ns}/pods"
@@ -296,12 +309,7 @@ async def case_eviction_and_disruption_budget(api: Api) -> list[Any]:
     # both still count as healthy, and kube-controller-manager warns about them instead of failing the sync.
     for name in ("a", "b"):
         await api.call("POST", pods, {**POD, "metadata": {**POD["metadata"], "name": name}})
-    pdb = {
-        "apiVersion": "policy/v1",
-        "kind": "PodDisruptionBudget",
-        "metadata": {"name": "pdb"},
-        "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "fid"}}},
-    }
+    pdb = _budget(maxUnavailable=0)
     await api.call("POST", f"/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets", pdb)
 
     async def computed() -> Any:
@@ -328,7 +336,7 @@ async def case_eviction_and_disruption_budget(api: Api) -> list[Any]:
     with contextlib.suppress(AssertionError):
         status = await api.until("the budget counting both pods healthy", counted, timeout_s=20)
     out.append(
-        {k: status.get(k) for k in ("currentHealthy", "desiredHealthy", "expectedPods", "disruptionsAllowed")}
+        {k: status.get(k) for k in BUDGET_COUNTS}
     )
     cond: dict[str, Any] = next(
         (c for c in status.get("conditions") or [] if c.get("type") == "DisruptionAllowed"), {}
@@ -368,12 +376,7 @@ async def case_disruption_budget_without_min_or_max(api: Api) -> list[Any]:
     pods = f"/api/v1/namespaces/{ns}/pods"
     for name in ("a", "b"):
         await api.call("POST", pods, {**POD, "metadata": {**POD["metadata"], "name": name}})
-    pdb = {
-        "apiVersion": "policy/v1",
-        "kind": "PodDisruptionBudget",
-        "metadata": {"name": "pdb"},
-        "spec": {"selector": {"matchLabels": {"app": "fid"}}},
-    }
+    pdb = _budget()
     out: list[Any] = [
         (await api.call("POST", f"/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets", pdb))[0]
     ]
@@ -388,7 +391,7 @@ async def case_disruption_budget_without_min_or_max(api: Api) -> list[Any]:
     with contextlib.suppress(AssertionError):
         status = await api.until("the budget counting both pods healthy", counted, timeout_s=30)
     out.append(
-        {k: status.get(k) for k in ("currentHealthy", "desiredHealthy", "expectedPods", "disruptionsAllowed")}
+        {k: status.get(k) for k in BUDGET_COUNTS}
     )
     return out
 
@@ -416,12 +419,7 @@ async def case_disruption_budget_over_finished_pods(api: Api) -> list[Any]:
 
     await api.until("pod a ready and pod b succeeded", settled)
     # Created only now, so its first status already sees the finished pod.
-    pdb = {
-        "apiVersion": "policy/v1",
-        "kind": "PodDisruptionBudget",
-        "metadata": {"name": "pdb"},
-        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "fid"}}},
-    }
+    pdb = _budget(minAvailable=1)
     await api.call("POST", f"/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets", pdb)
 
     async def counted() -> Any:
@@ -434,7 +432,7 @@ async def case_disruption_budget_over_finished_pods(api: Api) -> list[Any]:
     with contextlib.suppress(AssertionError):
         status = await api.until("the budget counting pod a healthy", counted, timeout_s=30)
     return [
-        {k: status.get(k) for k in ("currentHealthy", "desiredHealthy", "expectedPods", "disruptionsAllowed")}
+        {k: status.get(k) for k in BUDGET_COUNTS}
     ]
 
 
@@ -470,12 +468,7 @@ async def case_disruption_budget_sync_failed(api: Api) -> list[Any]:
         return (pod.get("status") or {}).get("phase") == "Running"
 
     await api.until("pod a running", running)
-    pdb = {
-        "apiVersion": "policy/v1",
-        "kind": "PodDisruptionBudget",
-        "metadata": {"name": "pdb"},
-        "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "fid"}}},
-    }
+    pdb = _budget(maxUnavailable=1)
     await api.call("POST", budgets, pdb)
 
     async def failed() -> Any:

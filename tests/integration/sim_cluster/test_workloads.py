@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from tests.integration.sim_cluster.helpers import (
@@ -81,10 +81,7 @@ async def test_eviction_respects_pdb_and_deployment_recreates_through_admission(
         await cluster.settle()
         pdb = cluster.store.get("poddisruptionbudgets.policy", "default", "web")
         assert pdb is not None
-        assert {
-            k: pdb["status"][k]
-            for k in ("currentHealthy", "desiredHealthy", "expectedPods", "disruptionsAllowed")
-        } == {"currentHealthy": 3, "desiredHealthy": 2, "expectedPods": 3, "disruptionsAllowed": 1}
+        assert counts(pdb) == (3, 2, 3, 1)
         before = pods_of(cluster, "web")
         assert len(before) == 3
         assert all(p["metadata"]["annotations"]["admitted-by"] == "test-webhook" for p in before)
@@ -129,18 +126,29 @@ def budget(name: str, app: str, **spec: Any) -> dict[str, Any]:
     }
 
 
+BUDGET_COUNTS = ("currentHealthy", "desiredHealthy", "expectedPods", "disruptionsAllowed")
+
+
+def counts(pdb: Mapping[str, Any]) -> tuple[int, ...]:
+    """A budget's currentHealthy, desiredHealthy, expectedPods and disruptionsAllowed."""
+    return tuple(pdb["status"][k] for k in BUDGET_COUNTS)
+
+
+async def bare_budget(cluster: Any, **spec: Any) -> dict[str, Any]:
+    """Two pods `a` and `b` with no controller, a budget `bare` over them, and its status once settled."""
+    for name in ("a", "b"):
+        await create_pod(cluster, pod(name, labels={"app": "bare"}))
+    await cluster.store.create("poddisruptionbudgets.policy", budget("bare", "bare", **spec))
+    await cluster.settle()
+    pdb = cluster.store.get("poddisruptionbudgets.policy", "default", "bare")
+    assert pdb is not None
+    return dict(pdb)
+
+
 async def test_budget_over_pods_without_a_controller_warns_and_counts_them() -> None:
     async with sim("1.35") as (cluster, http):
-        for name in ("a", "b"):
-            await create_pod(cluster, pod(name, labels={"app": "bare"}))
-        await cluster.store.create("poddisruptionbudgets.policy", budget("bare", "bare", maxUnavailable=0))
-        await cluster.settle()
-        pdb = cluster.store.get("poddisruptionbudgets.policy", "default", "bare")
-        assert pdb is not None
-        assert {
-            k: pdb["status"][k]
-            for k in ("currentHealthy", "desiredHealthy", "expectedPods", "disruptionsAllowed")
-        } == {"currentHealthy": 2, "desiredHealthy": 0, "expectedPods": 0, "disruptionsAllowed": 0}
+        pdb = await bare_budget(cluster, maxUnavailable=0)
+        assert counts(pdb) == (2, 0, 0, 0)
         cond = condition(pdb, "DisruptionAllowed")
         assert cond is not None
         assert (cond["status"], cond["reason"], cond["message"]) == ("False", "InsufficientPods", "")
@@ -176,9 +184,9 @@ async def test_budget_over_pods_without_a_controller_warns_and_counts_them() -> 
         ]
         await create_pod(cluster, stray)
         await cluster.settle()
-        pdb = cluster.store.get("poddisruptionbudgets.policy", "default", "bare")
-        assert pdb is not None
-        cond = condition(pdb, "DisruptionAllowed")
+        failed_pdb = cluster.store.get("poddisruptionbudgets.policy", "default", "bare")
+        assert failed_pdb is not None
+        cond = condition(failed_pdb, "DisruptionAllowed")
         assert cond is not None
         assert (cond["reason"], cond["message"]) == ("SyncFailed", 'found no controllers for pod "c"')
         events = cluster.store.list("events", "default")
@@ -188,7 +196,7 @@ async def test_budget_over_pods_without_a_controller_warns_and_counts_them() -> 
             "bare",
             'Failed to calculate the number of expected pods: found no controllers for pod "c"',
         )
-        assert pdb["status"]["disruptionsAllowed"] == 0
+        assert failed_pdb["status"]["disruptionsAllowed"] == 0
         code, body = await evict(http, "a")
         assert code == 429
         assert body["details"]["causes"][0]["message"] == (
@@ -199,16 +207,8 @@ async def test_budget_over_pods_without_a_controller_warns_and_counts_them() -> 
 
 async def test_integer_min_available_counts_pods_without_a_controller() -> None:
     async with sim("1.35") as (cluster, _http):
-        for name in ("a", "b"):
-            await create_pod(cluster, pod(name, labels={"app": "bare"}))
-        await cluster.store.create("poddisruptionbudgets.policy", budget("bare", "bare", minAvailable=1))
-        await cluster.settle()
-        pdb = cluster.store.get("poddisruptionbudgets.policy", "default", "bare")
-        assert pdb is not None
-        assert {
-            k: pdb["status"][k]
-            for k in ("currentHealthy", "desiredHealthy", "expectedPods", "disruptionsAllowed")
-        } == {"currentHealthy": 2, "desiredHealthy": 1, "expectedPods": 2, "disruptionsAllowed": 1}
+        pdb = await bare_budget(cluster, minAvailable=1)
+        assert counts(pdb) == (2, 1, 2, 1)
         assert not [e for e in cluster.store.list("events", "default") if e["reason"] == "UnmanagedPods"]
 
 
@@ -252,10 +252,7 @@ async def test_integer_min_available_expects_pods_that_have_finished() -> None:
         await cluster.settle()
         pdb = cluster.store.get("poddisruptionbudgets.policy", "default", "bare")
         assert pdb is not None
-        assert {
-            k: pdb["status"][k]
-            for k in ("currentHealthy", "desiredHealthy", "expectedPods", "disruptionsAllowed")
-        } == {"currentHealthy": 1, "desiredHealthy": 1, "expectedPods": 2, "disruptionsAllowed": 0}
+        assert counts(pdb) == (1, 1, 2, 0)
 
 
 async def test_eviction_of_missing_pod_and_pod_without_budget() -> None:
