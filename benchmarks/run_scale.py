@@ -51,7 +51,9 @@ threads waiting for a CPU. The webhook's client runs at normal priority (its own
 latencies it measures).
 
 `--stalls FILE` attributes the stalls: `vpa run --profiling` samples its event loop's stack whenever the
-loop is held over 5 ms and this benchmark saves the longest stalls with their stacks to FILE.
+loop is held over 5 ms and this benchmark saves the longest stalls with their stacks to FILE; each of the
+main loop's stalls over 20 ms among them (the probe gives its start on the monotonic clock) is also set
+beside what the witness saw meanwhile, its own gaps included, as the slowest reviews are.
 """
 
 from __future__ import annotations
@@ -444,6 +446,7 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
         text: dict[str, str] = {"t": ""}
         timed: dict[str, Timed | None] = {}  # longest stalls the --profiling probe timed, by window
         slowest: dict[str, list[tuple[float, float]]] = {}  # the slowest reviews (start, s), by window
+        long_stalls: dict[str, list[tuple[float, float]]] = {}  # --stalls: stalls over 20 ms (start, s)
 
         async def scrape() -> str:
             async with plain.get(f"http://127.0.0.1:{port}/metrics") as resp:
@@ -471,7 +474,7 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
                 "of the first loop")
             if stalls_out is not None:
                 timed["ready"] = await _save_stalls(
-                    plain, port, stalls_out, "up to ready (the initial LISTs)")
+                    plain, port, stalls_out, "up to ready (the initial LISTs)", long_stalls)
             rss_ready = _proc_status_mib(run_proc.pid, "VmRSS")
             probe = WebhookProbe(webhook_port, review, k.url)
             at_ready = await scrape()
@@ -507,7 +510,7 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
             steal["first"] = steal_now()
             if stalls_out is not None:
                 timed["first"] = await _save_stalls(
-                    plain, port, stalls_out, "from ready to the first loop's end")
+                    plain, port, stalls_out, "from ready to the first loop's end", long_stalls)
             if first_only:
                 rec_ok = recommended_s is not None and recommended_s <= TARGET_RECOMMENDED_S
                 rows += [
@@ -526,7 +529,7 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
                     ("vpa run peak RSS so far", f"{rss_first:.0f} MiB", ""),
                     ("CPU used from start to the first loop's end", "by process", cpu_first),
                     *_steal_rows(steal, first_loop_s, None, ready_s),
-                    *_seen_rows(await asyncio.to_thread(witness.finish), edges, slowest),
+                    *_seen_rows(await asyncio.to_thread(witness.finish), edges, slowest, long_stalls),
                 ]  # fmt: skip
                 return rows, rec_ok
 
@@ -550,7 +553,7 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
 
             # A forced relist of every cache, with the webhook probed meanwhile.
             if stalls_out is not None:
-                await _save_stalls(plain, port, stalls_out, "the steady loops (not a target)")
+                await _save_stalls(plain, port, stalls_out, "the steady loops (not a target)", long_stalls)
             lag_before_relist = _metric(await scrape(), "vpa_event_loop_lag_max_seconds") * 1000
             before_relist = text["t"]
             relists_of = {
@@ -613,7 +616,8 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
             rss_now = _proc_status_mib(run_proc.pid, "VmRSS")
             rss_peak = _proc_status_mib(run_proc.pid, "VmHWM")
             if stalls_out is not None:
-                timed["relist"] = await _save_stalls(plain, port, stalls_out, "the forced relist")
+                timed["relist"] = await _save_stalls(
+                    plain, port, stalls_out, "the forced relist", long_stalls)
         finally:
             await plain.close()
 
@@ -670,7 +674,7 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
                      "the verdict above also wants no lag over 20 ms in the first loop, since start"))
         rows += _timed_rows(timed)
         rows += _steal_rows(steal, first_loop_s, relist_s, ready_s)
-        rows += _seen_rows(await asyncio.to_thread(witness.finish), edges, slowest)
+        rows += _seen_rows(await asyncio.to_thread(witness.finish), edges, slowest, long_stalls)
         if probe.errors:
             rows.append(("webhook probe errors", f"{probe.errors}", ""))
     except BaseException:
@@ -713,15 +717,30 @@ async def _caches_synced(log: Path, limit_s: float = 10.0) -> dict[str, Any]:
         await asyncio.sleep(0.1)
 
 
-async def _save_stalls(session: aiohttp.ClientSession, port: int, out: Path, when: str) -> Timed | None:
+async def _save_stalls(session: aiohttp.ClientSession, port: int, out: Path, when: str,
+                       long: dict[str, list[tuple[float, float]]]) -> Timed | None:
     """Append `vpa run`'s /debug/stalls report (served with --profiling) to `out` and have it forget what it
-    reported, so that each window's report stands alone; return the longest stall of the main event loop
-    it lists and its CPU time, in ms (its first entry; None when it lists none)."""
+    reported, so that each window's report stands alone; file its main loop's stalls over the target under
+    `when` in `long` (`_stalls_over`); return the longest stall of the main event loop it lists and its CPU
+    time, in ms (its first entry; None when it lists none)."""
     async with session.get(f"http://127.0.0.1:{port}/debug/stalls", params={"reset": "1"}) as resp:
         report = await resp.text()
     with out.open("a") as file:
         file.write(f"=== {when}\n{report}\n")
+    long[when] = _stalls_over(report, TARGET_STALL_MS)
     return _longest_stall(report)
+
+
+_STALL = re.compile(r"^--- ([0-9.]+) ms, [0-9]+ samples, from ([0-9.]+) s on the monotonic clock",
+                    re.MULTILINE)
+
+
+def _stalls_over(report: str, ms: float) -> list[tuple[float, float]]:
+    """The main event loop's stalls over `ms` in a /debug/stalls report: (start on `time.monotonic()`,
+    seconds), which `_review_rows` sets beside what the witness saw meanwhile."""
+    main_loop = report.split("=== the admission webhook's event loop", 1)[0]
+    found = _STALL.findall(main_loop)
+    return [(float(at), float(length) / 1000) for length, at in found if float(length) > ms]
 
 
 def _cpu_window(before: dict[str, float], after: dict[str, float], wall_s: float,
@@ -769,10 +788,13 @@ def _steal_rows(steal: Mapping[str, float | None], first_loop_s: float, relist_s
 
 
 def _seen_rows(seen: Mapping[str, list[Sample]], edges: Mapping[str, float],
-               slowest: Mapping[str, list[tuple[float, float]]]) -> list[tuple[str, str, str]]:
+               slowest: Mapping[str, list[tuple[float, float]]],
+               long_stalls: Mapping[str, list[tuple[float, float]]] | None = None,
+               ) -> list[tuple[str, str, str]]:
     """What the witness saw: each window's loop thread (`_witness_rows`), then each window's slowest reviews
-    (`_review_rows`)."""
-    return _witness_rows(seen.get(MAIN, []), edges) + _review_rows(seen, slowest)
+    and (with `--stalls`) each stall over 20 ms the probe timed (`_review_rows`)."""
+    return (_witness_rows(seen.get(MAIN, []), edges) + _review_rows(seen, slowest)
+            + _review_rows(seen, long_stalls or {}, what="a stall over 20 ms"))
 
 
 def _witness_rows(samples: list[Sample], edges: Mapping[str, float]) -> list[tuple[str, str, str]]:
@@ -789,18 +811,19 @@ def _witness_rows(samples: list[Sample], edges: Mapping[str, float]) -> list[tup
             for label, window in found.items() if window.wall_s > 0]
 
 
-def _review_rows(seen: Mapping[str, list[Sample]],
-                 slowest: Mapping[str, list[tuple[float, float]]]) -> list[tuple[str, str, str]]:
-    """Each window's slowest reviews, each with what the witness saw of the webhook's thread and of the
-    loop thread while it lasted: where a review's time went (the webhook's thread on a CPU, waiting for one,
-    without one, or off a CPU: blocked on the GIL or its socket), and what the other thread did meanwhile."""
+def _review_rows(seen: Mapping[str, list[Sample]], slowest: Mapping[str, list[tuple[float, float]]],
+                 what: str = "a slowest review") -> list[tuple[str, str, str]]:
+    """Each window's slowest reviews (or other spans: `what` they are), each with what the witness saw of
+    the webhook's thread and of the loop thread while it lasted: where a review's time went (the webhook's
+    thread on a CPU, waiting for one, without one, or off a CPU: blocked on the GIL or its socket), what the
+    other thread did meanwhile, and how far apart the witness's own samples came."""
     rows = []
     for label, reviews in slowest.items():
         for start, seconds in reviews:
             parts = [f"{who}: {_brief(around(seen[key], start, start + seconds))}"
                      for key, who in ((SERVING_THREAD, "webhook thread"), (MAIN, "loop thread"))
                      if len(seen.get(key, ())) > 1]
-            rows.append((f"a slowest review, {label}", f"{seconds * 1000:.1f} ms",
+            rows.append((f"{what}, {label}", f"{seconds * 1000:.1f} ms",
                          "; ".join(parts) or "the witness saw neither thread"))
     return rows
 

@@ -25,6 +25,7 @@ from benchmarks.run_scale import (
     _percentiles,
     _review_rows,
     _slowest,
+    _stalls_over,
     _steal_rows,
     _timed_rows,
     _webhook_detail,
@@ -38,18 +39,35 @@ from vpa.sim.apiserver.tls import generate_certs
 
 REPORT = """stalls over 5 ms: 12; GC total 0.010 s
 
---- 26.1 ms, 1 samples, the loop thread on a CPU 4.2 ms of the 28.1 ms between its heartbeats, GC 0.0 ms \
+--- 26.1 ms, 1 samples, from 1234.5000 s on the monotonic clock, \
+the loop thread on a CPU 4.2 ms of the 28.1 ms between its heartbeats, GC 0.0 ms \
 (longest 0.0 ms (generation -1, thread -))
   stack seen 1x:
     vpa/kube/watching.py:411 _parse_page
 
---- 19.0 ms, 1 samples, waiting for a CPU 0.0 ms, GC 0.0 ms (longest 0.0 ms (generation -1, thread -))
+--- 19.0 ms, 1 samples, from 1240.0000 s on the monotonic clock, \
+waiting for a CPU 0.0 ms, GC 0.0 ms (longest 0.0 ms (generation -1, thread -))
 
 === the admission webhook's event loop
 stalls over 5 ms: 1; GC total 0.010 s, longest collection 2.0 ms (generation 0, thread MainThread)
 
---- 54.7 ms, 1 samples, GC 0.0 ms (longest 0.0 ms (generation -1, thread -))
+--- 54.7 ms, 1 samples, from 1250.0000 s on the monotonic clock, \
+GC 0.0 ms (longest 0.0 ms (generation -1, thread -))
 """
+
+
+def test_the_main_loops_stalls_over_the_target_are_listed_with_their_start() -> None:
+    # The 19.0 ms one is under 20 ms, the 54.7 ms one is the webhook loop's: only the first is listed.
+    assert _stalls_over(REPORT, 20.0) == [(1234.5, 0.0261)]
+    assert _stalls_over(REPORT.replace("from 1234.5000 s on the monotonic clock, ", ""), 20.0) == []
+
+
+def test_a_stall_over_the_target_is_set_beside_the_witness_samples_meanwhile() -> None:
+    seen = {MAIN: _steady(10.0, 1.0, 1.0)}
+    rows = _review_rows(seen, {"the relist": [(10.5, 0.025)]}, what="a stall over 20 ms")
+    assert [(label, value) for label, value, _ in rows] == [("a stall over 20 ms, the relist", "25.0 ms")]
+    assert rows[0][2].startswith("loop thread: on a CPU 26.0,")
+    assert rows[0][2].endswith("(samples at most 2.0 ms apart)")
 
 
 def test_the_main_loops_first_entry_is_its_longest_stall() -> None:

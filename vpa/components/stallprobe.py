@@ -65,6 +65,7 @@ class Stall:
     cpu_wait_seconds: float | None = None  # from its detection to its end, spent runnable awaiting a CPU
     steal_seconds: float | None = None  # the machine's CPUs' steal (summed) from its start to its end
     cpu_seconds: float = 0.0  # the loop thread's CPU time between the heartbeats around it
+    started_monotonic: float = 0.0  # `started` on `time.monotonic()`, the clock other processes read too
 
 
 def _stack(frame: FrameType | None, depth: int) -> tuple[Frame, ...]:
@@ -275,6 +276,7 @@ class StallProbe:
         assert stall is not None
         self._current = None
         stall.seconds = now - stall.started - self._beat_s
+        stall.started_monotonic = time.monotonic() - (time.perf_counter() - stall.started)
         if cpu is not None:
             stall.cpu_seconds = cpu - self._cpu_at_beat
         if run_delay is not None and stall.run_delay_at_start is not None:
@@ -308,7 +310,8 @@ class StallProbe:
                 cpu_wait += f", waiting for a CPU {stall.cpu_wait_seconds * 1000:.1f} ms"
             if stall.steal_seconds is not None:
                 cpu_wait += f", hypervisor steal {stall.steal_seconds * 1000:.0f} ms"
-            out.write(f"\n--- {stall.seconds * 1000:.1f} ms, {stall.samples} samples{cpu_wait}, GC "
+            out.write(f"\n--- {stall.seconds * 1000:.1f} ms, {stall.samples} samples, from "
+                      f"{stall.started_monotonic:.4f} s on the monotonic clock{cpu_wait}, GC "
                       f"{stall.gc_seconds * 1000:.1f} ms (longest {stall.gc_longest[0] * 1000:.1f} ms "
                       f"{_where(stall.gc_longest)})\n")  # fmt: skip
             _write_stacks(out, stall.stacks, "  ")

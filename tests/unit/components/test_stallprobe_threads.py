@@ -175,3 +175,22 @@ async def test_a_stall_says_how_much_the_hypervisor_stole_meanwhile(
         await probe.stop()
     heading = report.split("\n--- ", 2)[1].split("\n", 1)[0]
     assert "hypervisor steal 30 ms" in heading, report
+
+
+async def test_a_stall_says_when_it_began_on_the_clock_other_processes_read() -> None:
+    """Each stall's heading gives its start on `time.monotonic()` (the system's monotonic clock, which a
+    benchmark's other processes read too), so it can be set beside what they saw meanwhile."""
+    probe = StallProbe()
+    probe.start()
+    try:
+        await asyncio.sleep(0.02)
+        before = time.monotonic()
+        time.sleep(0.05)  # noqa: ASYNC251 - the point: a stall of known start
+        after = time.monotonic()
+        await asyncio.sleep(0.02)
+        report = probe.render()
+    finally:
+        await probe.stop()
+    heading = report.split("\n--- ", 2)[1].split("\n", 1)[0]
+    started = float(heading.split(", from ", 1)[1].split(" s on the monotonic clock", 1)[0])
+    assert before - 0.05 <= started <= after, report  # the last heartbeat: a beat before, or a lag
