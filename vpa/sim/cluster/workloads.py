@@ -49,15 +49,8 @@ PDBS = "poddisruptionbudgets.policy"
 NAMESPACES = "namespaces"
 SERVICEACCOUNTS = "serviceaccounts"
 
-_KIND_RESOURCE = {
-    "ReplicaSet": REPLICASETS,
-    "StatefulSet": STATEFULSETS,
-    "DaemonSet": DAEMONSETS,
-    "Job": JOBS,
-    "ReplicationController": RCS,
-    "Deployment": DEPLOYMENTS,
-    "CronJob": CRONJOBS,
-}
+# The owner kinds the controllers here run, by kind: the disruption controller's table of them, one list.
+_KIND_RESOURCE = {kind: resource for (_, kind), (resource, _) in disruption.OWNER_RESOURCES.items()}
 
 
 def fnv32a(data: bytes) -> int:
