@@ -41,7 +41,10 @@ import asyncio
 import threading
 import time
 import weakref
-from typing import Final
+from collections.abc import AsyncIterator, Iterable
+from typing import Final, TypeVar
+
+T = TypeVar("T")
 
 SLICE_S: Final = 0.003
 """A pass's paced work, in seconds: the webhook measured p99 31 ms with 10 ms slices and 12 ms with 3 ms
@@ -170,6 +173,17 @@ class Deference:
 
 DEFERENCE: Final = Deference()
 """The process's one deference: the admission webhook's thread owns it when it serves from one."""
+
+
+async def paced(items: Iterable[T], slice_s: float = SLICE_S) -> AsyncIterator[T]:
+    """Each of `items`, giving the event loop a turn whenever `slice_s` of CPU time has gone by since the
+    last one: `async for item in paced(items)` is how a long piece of CPU work shares its loop."""
+    started = time.perf_counter()
+    for item in items:
+        yield item
+        if time.perf_counter() - started >= slice_s:
+            await asyncio.sleep(0)
+            started = time.perf_counter()
 
 
 async def turn() -> None:
