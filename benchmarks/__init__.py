@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 import structlog
 import uvloop
 
-from vpa.cancelling import cancel_and_wait
+from vpa.aio.cancelling import cancel_and_wait
 from vpa.components.stallprobe import open_schedstat, open_stat, run_delay_s, steal_s
 
 T = TypeVar("T")

@@ -5,7 +5,7 @@
 A `metrics.k8s.io/v1beta1` PodMetricsList as metrics-server writes it (`--pods` pods × 5 containers) is served
 from memory by a stub client in 64 KiB chunks, so the numbers are the reader's own: parse, conversion to
 `PodUsage`, and
-freeing. The runtime's GC policy (`vpa.heap`) runs as in `vpa run`. A 1 ms ticker measures the longest
+freeing. The runtime's GC policy (`vpa.aio.heap`) runs as in `vpa run`. A 1 ms ticker measures the longest
 event-loop stall during the read (DESIGN §6 budget: 20 ms). For comparison, the same body parsed in one
 `orjson.loads` call (what the reader did before it parsed item by item).
 """
@@ -23,7 +23,7 @@ from typing import Any
 import orjson
 
 from benchmarks import LoopTicker, run_loop
-from vpa.heap import HeapKeeper
+from vpa.aio.heap import HeapKeeper
 from vpa.kube.metricsreading import PodMetricsReader
 
 TARGET_STALL_MS = 20.0

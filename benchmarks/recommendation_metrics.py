@@ -23,8 +23,8 @@ import time
 from prometheus_client import CollectorRegistry, generate_latest
 
 from benchmarks import LoopTicker, Stall, run_loop
+from vpa.aio.heap import HeapKeeper
 from vpa.components.recommendation_metrics import RecommendationMetrics
-from vpa.heap import HeapKeeper
 from vpa.kube.targets import Resolution
 from vpa.model.pod import ContainerView, PodView
 from vpa.model.resources import Resources

@@ -26,9 +26,9 @@ import math
 import time
 import tracemalloc
 
-from vpa.logic.aggregation import AggregateContainerState, AggregationConfig, ContainerState
-from vpa.logic.recommender_cluster import ContainerId, PodId
-from vpa.logic.recommending import RecommenderCore
+from vpa.logic.recommender.aggregation import AggregateContainerState, AggregationConfig, ContainerState
+from vpa.logic.recommender.cluster import ContainerId, PodId
+from vpa.logic.recommender.recommending import RecommenderCore
 from vpa.model.resources import Resources
 from vpa.model.selector import Selector
 from vpa.model.vpa import VpaView

@@ -12,7 +12,7 @@ default 30 min, per-container levels on a daily sine), then the loop is timed: t
 every pod), then steady loops (new samples, every status changed and written, checkpoints for every VPA
 because the sink never makes the deadline pass). A concurrent ticker measures the longest event-loop
 stall, which DESIGN §6 bounds at 20 ms. `--gc runtime` (the default) applies the process's GC policy as
-`vpa run` does (`vpa.heap`: startup objects frozen after the initial sync, full collections only on
+`vpa run` does (`vpa.aio.heap`: startup objects frozen after the initial sync, full collections only on
 their hourly schedule); `--gc default` leaves CPython's automatic full collections on, for comparison.
 
 Memory: process RSS after setup minus RSS before building anything, per tracked container (the views the
@@ -32,12 +32,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchmarks import LoopTicker, Stall, run_loop
+from vpa.aio.heap import HeapKeeper
 from vpa.components.recommender import Recommender
-from vpa.heap import HeapKeeper
 from vpa.kube.client import JsonObj
 from vpa.kube.metricsreading import ContainerUsage, MetricsRead, PodUsage
 from vpa.kube.targets import Resolution
-from vpa.logic.recommender_cluster import ContainerId, PodId
+from vpa.logic.recommender.cluster import ContainerId, PodId
 from vpa.model.clock import VirtualClock
 from vpa.model.pod import ContainerView, OwnerRef, PodView
 from vpa.model.resources import Resources
@@ -246,7 +246,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--history-step-s", type=float, default=1800.0)
     parser.add_argument("--vpas-per-namespace", type=int, default=100)
     parser.add_argument("--gc", choices=("runtime", "default"), default="runtime",
-                        help="the process's GC policy (vpa.heap) or CPython's default")
+                        help="the process's GC policy (vpa.aio.heap) or CPython's default")
     args = parser.parse_args(argv)
     return run_loop(run(args.vpas, args.containers_per_pod, args.history_step_s, args.vpas_per_namespace,
                            args.gc))

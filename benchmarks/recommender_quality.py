@@ -12,7 +12,7 @@ parameter variants on the trace's tuning split, to show the slack/OOM trade-off 
 
 For each, every built-in recommender is replayed with recomputation every `--every` (default 5 min, the
 trace's sample interval, so that `moving-window` can follow usage; `--every 3600` gives the hourly
-numbers) and scored by `vpa.logic.evaluation` (docs/quality.md defines the numbers). The target of
+numbers) and scored by `vpa.replay.scoring` (docs/quality.md defines the numbers). The target of
 issue 16 is checked on the trace for `cost-aware` and `moving-window`: at least 30% less mean memory
 relative slack than `default`, no more OOM proxies per key-day, CPU throttling proxies per key-day no
 worse. The trace's numbers are also printed per split of the VMs (id ≡ 1 mod 4: where the parameters
@@ -30,13 +30,13 @@ import time
 from pathlib import Path
 
 from benchmarks.replay_bitbrains import DEFAULT_TRACE, load
-from vpa.evaluate import Evaluation, evaluate, evaluate_one, render_html
-from vpa.logic.cost_aware import BUILTIN_RECOMMENDERS
-from vpa.logic.estimation import PercentilePodRecommender, PodRecommender, per_pod_minimum
-from vpa.logic.evaluation import DAY_S, p95
-from vpa.logic.moving_window import MovingWindowConfig, MovingWindowPodRecommender
-from vpa.logic.recommending import RecommenderConfig
-from vpa.replay import Trace
+from vpa.logic.recommender.cost_aware import BUILTIN_RECOMMENDERS
+from vpa.logic.recommender.estimation import PercentilePodRecommender, PodRecommender, per_pod_minimum
+from vpa.logic.recommender.moving_window import MovingWindowConfig, MovingWindowPodRecommender
+from vpa.logic.recommender.recommending import RecommenderConfig
+from vpa.replay.evaluating import Evaluation, evaluate, evaluate_one, render_html
+from vpa.replay.replaying import Trace
+from vpa.replay.scoring import DAY_S, p95
 
 _GIB = 2**30
 STEP_S = 300

@@ -22,8 +22,8 @@ import bisect
 import time
 from pathlib import Path
 
-from vpa.logic.recommending import RecommenderConfig
-from vpa.replay import Trace, replay
+from vpa.logic.recommender.recommending import RecommenderConfig
+from vpa.replay.replaying import Trace, replay
 
 DEFAULT_TRACE = Path(__file__).resolve().parents[2] / "shared" / "traces" / "bitbrains_rnd_dev.parquet"
 DAY = 86_400.0

@@ -6,9 +6,9 @@ The trace (default 500 containers × 7 days at one row per container every 300 s
 with a CPU and a memory sample, plus one OOM row per container) is generated in memory with daily
 sinusoidal profiles. Measured on one core:
 1. replay only: rows applied through the recommender logic and one final recommendation per container
-   (`vpa.replay.replay` on an in-memory `Trace`);
+   (`vpa.replay.replaying.replay` on an in-memory `Trace`);
 2. end to end from a CSV file and from a Parquet file written to a temporary directory: reading, ordering,
-   replaying and rendering the JSON (`vpa.replay.run`).
+   replaying and rendering the JSON (`vpa.replay.replaying.run`).
 A sample is one CPU or memory measurement (an OOM row counts as one).
 """
 
@@ -21,9 +21,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from vpa.logic.recommending import RecommenderConfig
+from vpa.logic.recommender.recommending import RecommenderConfig
 from vpa.model.settings import ReplaySettings
-from vpa.replay import Trace, replay, run
+from vpa.replay.replaying import Trace, replay, run
 
 START = 1_767_225_600  # 2026-01-01T00:00:00Z
 MIB = 1024 * 1024

@@ -103,8 +103,8 @@ from benchmarks.control_plane import (
     settle_cluster,
 )
 from benchmarks.witness import MAIN, Sample, ThreadWitness, Window, around, windows
+from vpa.aio.pacing import DEFER_PASS_MAX_S
 from vpa.components.webhook import SERVING_THREAD
-from vpa.pacing import DEFER_PASS_MAX_S
 
 TARGET_RECOMMENDED_S = 60.0
 Timed = tuple[float, float | None]

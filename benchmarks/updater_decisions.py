@@ -1,4 +1,4 @@
-"""Benchmark: one updater decision pass (`vpa.logic.updateplan.plan_all`) over N VPAs with P pods each.
+"""Benchmark: one updater decision pass (`vpa.logic.updater.plan.plan_all`) over N VPAs with P pods each.
 
 The VPAs and pods are built in memory as the watch caches hold them (`PodView` / `VpaView`, containers and
 resources shared between replicas as the converter's interner shares them): two containers per pod (an app
@@ -20,8 +20,8 @@ import collections
 import time
 from types import MappingProxyType
 
-from vpa.logic.restrictions import GroupKey
-from vpa.logic.updateplan import PassInputs, plan_all
+from vpa.logic.updater.plan import PassInputs, plan_all
+from vpa.logic.updater.restrictions import GroupKey
 from vpa.model.features import FeatureGates
 from vpa.model.pod import ContainerStatusView, ContainerView, OwnerRef, PodCondition, PodView
 from vpa.model.resources import Resources

@@ -11,7 +11,7 @@ is compacted) and serves the same pages again: the relist finds every pod at the
 (the common case after a 410: most objects did not change), timed with its longest stall and the CPU
 this process spent on it; each stall is told apart into the loop thread's CPU time, its wait for a CPU
 and the rest (`benchmarks.LoopTicker`). It runs as `vpa run` does: on uvloop (`benchmarks.run_loop`), with
-the process's GC policy on once the cache has synced (`vpa.heap`: start-up objects frozen, young
+the process's GC policy on once the cache has synced (`vpa.aio.heap`: start-up objects frozen, young
 collections on a timer), and prints the hypervisor's steal of the machine's CPUs in each timed window
 beside the stall.
 
@@ -127,7 +127,7 @@ def _transform() -> tuple[str, Callable[[dict[str, Any]], Any]]:
 async def _measure(port: int, count: int, page_size: int) -> dict[str, Any]:
     from kubernetes_asyncio.client import ApiClient, Configuration
 
-    from vpa.heap import HeapKeeper
+    from vpa.aio.heap import HeapKeeper
     from vpa.kube.client import ClientOptions, KubeClient
     from vpa.kube.watching import WatchCache
     from vpa.model.clock import RealClock

@@ -7,7 +7,7 @@ DESIGN §6: the webhook shares the process with the recommender (it serves from 
 CPU work must never hold the interpreter long; the budget is a webhook p99 within 20 ms while a
 50,000-container loop runs. Set-up, in one process as `vpa run`:
 - the webhook of `benchmarks.webhook_throughput` (a `Runtime` with the real `AdmissionController`, 10,000
-  VPAs in its cache, HTTPS on 127.0.0.1), which also installs the runtime's GC policy (`vpa.heap`);
+  VPAs in its cache, HTTPS on 127.0.0.1), which also installs the runtime's GC policy (`vpa.aio.heap`);
 - the recommender of `benchmarks.recommender_loop` (`--vpas` VPAs × 5 containers with a day of history,
   in-memory inputs and sinks, so every loop recomputes and "writes" every status and checkpoint).
 `wrk` at concurrency 1 (one thread, keep-alive, 127.0.0.1) sends the pod review for `--duration` seconds

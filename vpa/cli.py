@@ -74,7 +74,7 @@ def _replay(args: Sequence[str], env: Mapping[str, str], stdout: TextIO, stderr:
         return 0
     except commands.UsageError as error:
         return _fail("replay", str(error), stderr)
-    return _exit_status(_load("vpa.replay", "run")(replay_settings))
+    return _exit_status(_load("vpa.replay.replaying", "run")(replay_settings))
 
 
 def _report(args: Sequence[str], env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:

@@ -1,8 +1,8 @@
 """`vpa report`: read a cluster once, compute every VPA's report, print it in the chosen format.
 
 Owns: the composition of the report command — the API client from `--kubeconfig` / `$KUBECONFIG` /
-in-cluster configuration, `vpa.kube.reportreading` for the objects, `vpa.logic.reporting` for the rows and
-the per-namespace sums, `vpa.logic.report_output` for the text — and its failures as one line on stderr:
+in-cluster configuration, `vpa.kube.reportreading` for the objects, `vpa.logic.report.rows` for the rows and
+the per-namespace sums, `vpa.logic.report.output` for the text — and its failures as one line on stderr:
 exit status 2 for a kubeconfig that cannot be loaded, 1 when the cluster cannot be read.
 
 Must not: compute rows or format them (the logic modules do), or keep running: one read, one report.
@@ -18,7 +18,8 @@ from typing import TextIO
 from vpa import __version__
 from vpa.kube.client import ApiError, ClientOptions, KubeClient
 from vpa.kube.reportreading import ReportInputs, read_report_inputs
-from vpa.logic import report_output, reporting
+from vpa.logic.report import output as report_output
+from vpa.logic.report import rows as reporting
 from vpa.model.clock import Clock, RealClock
 from vpa.model.settings import ReportSettings
 

@@ -32,7 +32,7 @@ from typing import Any, Final
 
 import structlog
 
-from vpa.pacing import Deference
+from vpa.aio.pacing import Deference
 
 log = structlog.get_logger(__name__)
 

@@ -3,7 +3,7 @@
 Owns: `RecommendationMetrics` — a collector on the process registry and the loop that refreshes it every
 `REFRESH_S` (real time: it serves scrapes) from the shared VPA and pod caches: each VPA's target resolved to
 a selector with a `TargetResolver` of its own (cached, as the recommender's), the pods it matches
-(`PodIndex`), and `vpa.logic.reporting.container_rows` for the values, so the gauges and `vpa report` agree.
+(`PodIndex`), and `vpa.logic.report.rows.container_rows` for the values, so the gauges and `vpa report` agree.
 Series, per container and resource (`cpu` in cores, `memory` in bytes, label `unit` as kube-state-metrics
 had it):
 
@@ -35,14 +35,14 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
+from vpa.aio.pacing import Slices
 from vpa.components.context import ComponentContext
 from vpa.kube.targets import Resolution, TargetResolver
-from vpa.logic.reporting import ContainerRow, PodIndex, container_rows
+from vpa.logic.report.rows import ContainerRow, PodIndex, container_rows
 from vpa.model.pod import PodView
 from vpa.model.resources import CPU, MEMORY, Resources
 from vpa.model.selector import Selector
 from vpa.model.vpa import TargetRef, VpaView
-from vpa.pacing import Slices
 
 log = structlog.get_logger(__name__)
 

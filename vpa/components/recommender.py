@@ -43,6 +43,8 @@ from typing import Any, Final, Protocol, TypeVar
 import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from vpa.aio.pacing import Slices
+from vpa.aio.shards import ShardedDict, ShardedSet
 from vpa.components.health import HealthState, LoopHistogram, UnsuffixedCounter
 from vpa.components.recommender_history import HistorySource, PrometheusClientMetrics, load_history
 from vpa.components.triggering import Trigger
@@ -54,8 +56,8 @@ from vpa.kube.metricsreading import MetricsRead, PodMetricsReader
 from vpa.kube.neighbourwatching import hpa_cache, node_cache
 from vpa.kube.statuswriting import CheckpointStore, VpaStatusWriter
 from vpa.kube.targets import Resolution, TargetResolver
-from vpa.logic.aggregation import OomRejected
-from vpa.logic.checkpointing import (
+from vpa.logic.recommender.aggregation import OomRejected
+from vpa.logic.recommender.checkpointing import (
     IN_PROGRESS_PEAKS_ANNOTATION,
     CheckpointError,
     InProgressPeak,
@@ -64,19 +66,19 @@ from vpa.logic.checkpointing import (
     format_in_progress_peaks,
     parse_in_progress_peaks,
 )
-from vpa.logic.conflicts import VpaConflicts, hpa_conflicts
-from vpa.logic.cost_aware import pod_recommender_for
-from vpa.logic.evictions import ooms_from_eviction_event
-from vpa.logic.nodecaps import cap_to_largest_node
-from vpa.logic.recommender_cluster import (
+from vpa.logic.recommender.cluster import (
     ContainerId,
     PodId,
     QualityContext,
     RecommendationChange,
     UnknownContainerError,
 )
-from vpa.logic.recommending import RecommenderConfig, RecommenderCore, compute_recommendation
-from vpa.logic.statuswrites import worth_writing
+from vpa.logic.recommender.conflicts import VpaConflicts, hpa_conflicts
+from vpa.logic.recommender.cost_aware import pod_recommender_for
+from vpa.logic.recommender.evictions import ooms_from_eviction_event
+from vpa.logic.recommender.nodecaps import cap_to_largest_node
+from vpa.logic.recommender.recommending import RecommenderConfig, RecommenderCore, compute_recommendation
+from vpa.logic.recommender.statuswrites import worth_writing
 from vpa.model.clock import Clock
 from vpa.model.event import EventView
 from vpa.model.features import FeatureGates
@@ -96,8 +98,6 @@ from vpa.model.vpa import (
     VpaStatus,
     VpaView,
 )
-from vpa.pacing import Slices
-from vpa.shards import ShardedDict, ShardedSet
 
 log = structlog.get_logger(__name__)
 
@@ -669,11 +669,11 @@ class Recommender:
     def reset(self) -> None:
         """Forget everything learnt (a new leader term starts from checkpoints, as a new process would)."""
         # The algorithm follows this recommender's name (`cost-aware`, `moving-window`, else upstream's):
-        # vpa.logic.cost_aware.pod_recommender_for.
+        # vpa.logic.recommender.cost_aware.pod_recommender_for.
         self.core = RecommenderCore(self._config, pod_recommender_for(self.settings.recommender_name,
                                                                       self._config.estimation))
         self._tracked: dict[tuple[str, str], _TrackedVpa] = {}
-        # Tables of every pod are sharded (`vpa.shards`): a dict or set of 50,000 grows in one long step.
+        # Tables of every pod are sharded (`vpa.aio.shards`): a dict or set of 50,000 grows in one long step.
         self._applied_pods: ShardedDict[PodId, PodView] = ShardedDict()
         self._written: dict[tuple[str, str], tuple[str, VpaStatus]] = {}
         self._ooms.clear()

@@ -22,11 +22,11 @@ from typing import Final, Protocol
 import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from vpa.aio.pacing import Slices
 from vpa.kube.historyreading import ClusterHistory, PrometheusError, RequestObserver
-from vpa.logic.recommender_cluster import ClusterState, ContainerId, PodId
-from vpa.logic.recommender_numerics import amount_from_float, cpu_amount_from_cores
+from vpa.logic.recommender.cluster import ClusterState, ContainerId, PodId
+from vpa.logic.recommender.numerics import amount_from_float, cpu_amount_from_cores
 from vpa.model.resources import Resources
-from vpa.pacing import Slices
 
 log = structlog.get_logger(__name__)
 

@@ -194,7 +194,7 @@ class StallProbe:
         if self._on_gc in gc.callbacks:
             gc.callbacks.remove(self._on_gc)
         if self._task is not None:
-            from vpa.cancelling import cancel_and_wait
+            from vpa.aio.cancelling import cancel_and_wait
 
             await cancel_and_wait((self._task,))
         if self._thread is not None:

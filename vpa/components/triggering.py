@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 
-from vpa.cancelling import cancel_and_wait
+from vpa.aio.cancelling import cancel_and_wait
 from vpa.model.clock import Clock
 
 

@@ -1,4 +1,4 @@
-"""The updater loop: read the cluster, ask `vpa.logic.updateplan` for a plan, act on it (spec §4).
+"""The updater loop: read the cluster, ask `vpa.logic.updater.plan` for a plan, act on it (spec §4).
 
 Owns: the leader-elected loop (`run(ctx)` → `Updater.run_forever()`, one `run_once()` per
 `--updater-interval`, each bounded by the interval as upstream's context timeout), and per loop:
@@ -18,9 +18,9 @@ Owns: the leader-elected loop (`run(ctx)` → `Updater.run_forever()`, one `run_
 
 CPU startup boosts (gate `CPUStartupBoost`) end in a companion loop, `run_unboost_forever()`, started by
 `run_forever()`: it looks only at pods carrying a `vpaCpuStartupBoost/…` annotation (a pod-cache index),
-asks `vpa.logic.unboost` what ends each boost, resizes in place through the in-place token bucket and then
-removes the annotations. It wakes at the earliest boost expiry and at least every `UNBOOST_POLL_S`, so a
-boost ends within about a second of expiring, independent of `--updater-interval`. It never evicts; a
+asks `vpa.logic.updater.unboost` what ends each boost, resizes in place through the in-place token bucket
+and then removes the annotations. It wakes at the earliest boost expiry and at least every `UNBOOST_POLL_S`,
+so a boost ends within about a second of expiring, independent of `--updater-interval`. It never evicts; a
 failed unboost (reason `UnboostError`) is retried one updater interval later.
 
 Never adds an action of its own: what is evicted is exactly the plan's `Action.EVICT` decisions (so
@@ -28,7 +28,7 @@ Never adds an action of its own: what is evicted is exactly the plan's `Action.E
 the *next* plan decides whether `InPlaceOrRecreate` falls back to eviction.
 
 Event-loop budget (DESIGN §6): matching, recommendation capping and planning pace themselves with the
-loop's shared slices (`vpa.pacing`); a VPA
+loop's shared slices (`vpa.aio.pacing`); a VPA
 with more than `plan_in_thread_above` pods is planned in a worker thread (the plan is pure and its inputs
 immutable snapshots), so one huge workload cannot stall the loop; actuation is I/O.
 
@@ -52,7 +52,9 @@ from typing import Any, Final
 import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from vpa.cancelling import cancel_and_wait
+from vpa.aio.cancelling import cancel_and_wait
+from vpa.aio.pacing import Slices
+from vpa.aio.shards import ShardedSet
 from vpa.components.context import ComponentContext
 from vpa.components.triggering import Trigger
 from vpa.kube.actuating import Actuator, Outcome, Result
@@ -61,24 +63,29 @@ from vpa.kube.eventing import EventRecorder, ObjectRef
 from vpa.kube.leasing import API_CALL_MIN_WALL_S, DeadlineExceeded, LeaseFreshness, call_with_deadline
 from vpa.kube.ratelimiting import TokenBucket
 from vpa.logic.capping import cap_pod_recommendations
-from vpa.logic.infeasible import InfeasibleAttempts
-from vpa.logic.inplace import Action, PodDecision, Reason, ResizeAttempt, in_place_updated_patch, resize_patch
 from vpa.logic.limitranges import NamespaceLimits, namespace_limits
 from vpa.logic.matching import controller_key, controlling_vpa
-from vpa.logic.priority import ObservedCache
-from vpa.logic.reactive import prompts_in_place, resizes_only
-from vpa.logic.restrictions import GroupKey
-from vpa.logic.transitions import Transitions
-from vpa.logic.unboost import UnboostPlan, blocked, plan_unboost
-from vpa.logic.updateplan import PassInputs, VpaPlan, plan_vpa
+from vpa.logic.updater.infeasible import InfeasibleAttempts
+from vpa.logic.updater.inplace import (
+    Action,
+    PodDecision,
+    Reason,
+    ResizeAttempt,
+    in_place_updated_patch,
+    resize_patch,
+)
+from vpa.logic.updater.plan import PassInputs, VpaPlan, plan_vpa
+from vpa.logic.updater.priority import ObservedCache
+from vpa.logic.updater.reactive import prompts_in_place, resizes_only
+from vpa.logic.updater.restrictions import GroupKey
+from vpa.logic.updater.transitions import Transitions
+from vpa.logic.updater.unboost import UnboostPlan, blocked, plan_unboost
 from vpa.model import annotations as ann
 from vpa.model.pod import PodView
 from vpa.model.resources import Resources
 from vpa.model.selector import Selector
 from vpa.model.settings import UpdaterSettings
 from vpa.model.vpa import VPA_API_VERSION, Recommendation, RecommendedContainerResources, UpdateMode, VpaView
-from vpa.pacing import Slices
-from vpa.shards import ShardedSet
 
 log = structlog.get_logger(__name__)
 
@@ -440,8 +447,8 @@ class Updater:
     async def run_prompt(self, keys: Iterable[str]) -> LoopReport:
         """A prompt pass for the VPAs `keys` (`namespace/name`) whose recommendation changed: the same
         matching, capping and plan as a loop, but only their in-place resizes are executed
-        (`vpa.logic.reactive.resizes_only`); evictions, gauges and the forgetting of gone pods stay with
-        the loop."""
+        (`vpa.logic.updater.reactive.resizes_only`); evictions, gauges and the forgetting of gone pods stay
+        with the loop."""
         async with self._passes:
             report = LoopReport()
             if self.lease is not None and not await self.lease.is_fresh():
@@ -653,7 +660,7 @@ class Updater:
         return self.controllers.selector(namespace, kind, name)
 
     async def _match(self, active: Mapping[str, VpaView]) -> tuple[dict[str, _Work], ShardedSet[str]]:
-        """VPA key → its live pods; and the uids of every live pod in the cache (sharded, `vpa.shards`: a
+        """VPA key → its live pods; and the uids of every live pod in the cache (sharded, `vpa.aio.shards`: a
         set of 50,000 grows in one long step)."""
         pods_cache = self.ctx.pods
         live_uids: ShardedSet[str] = ShardedSet()
@@ -970,8 +977,8 @@ def _vpa_ref(vpa: VpaView) -> ObjectRef:
 
 def watch_recommendations(ctx: ComponentContext) -> Trigger | None:
     """With `--in-place-on-recommendation`, a trigger fired (with the VPA's key) by every VPA add or update
-    that `vpa.logic.reactive.prompts_in_place` says deserves a prompt pass; registered on the shared VPA
-    cache, so call it once per process."""
+    that `vpa.logic.updater.reactive.prompts_in_place` says deserves a prompt pass; registered on the shared
+    VPA cache, so call it once per process."""
     settings = ctx.settings.updater
     if not settings.in_place_on_recommendation:
         return None

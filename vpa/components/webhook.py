@@ -64,7 +64,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from vpa.cancelling import cancel_and_wait
+from vpa.aio.cancelling import cancel_and_wait
+from vpa.aio.pacing import DEFERENCE, Slices
 from vpa.components.arrivals import Arrivals
 from vpa.components.connections import (
     DEFAULT_LIMITS,
@@ -87,10 +88,10 @@ from vpa.kube.converting import ConversionError, pod_from_dict
 from vpa.kube.eventing import EventRecorder, ObjectRef
 from vpa.kube.leasing import StatusLeaseRenewer
 from vpa.kube.watching import WatchCache
+from vpa.logic.admission.patches import AdmissionOptions, PodLevelInvalid, pod_patch, pod_shape
+from vpa.logic.admission.validation import validate_vpa
 from vpa.logic.limitranges import NO_LIMITS, NamespaceLimits, namespace_limits
 from vpa.logic.matching import controlling_vpa
-from vpa.logic.patches import AdmissionOptions, PodLevelInvalid, pod_patch, pod_shape
-from vpa.logic.validation import validate_vpa
 from vpa.model.clock import RealClock
 from vpa.model.features import FeatureGates
 from vpa.model.limitrange import LimitRangeError, LimitRangeView, limitrange_from_dict
@@ -98,7 +99,6 @@ from vpa.model.pod import OwnerRef, PodView
 from vpa.model.selector import Selector
 from vpa.model.settings import StartupError
 from vpa.model.vpa import VPA_API_VERSION, TargetRef, VpaView
-from vpa.pacing import DEFERENCE, Slices
 
 log = structlog.get_logger(__name__)
 

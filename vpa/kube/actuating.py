@@ -17,7 +17,7 @@ Owns: the three writes the updater makes to pods and how their answers are class
 
 A 404 (the pod is gone) is `Outcome.GONE` for every call. Every call has a client-side timeout.
 
-Must not: decide what to evict or resize (the caller executes `vpa.logic.updateplan` decisions), wait on
+Must not: decide what to evict or resize (the caller executes `vpa.logic.updater.plan` decisions), wait on
 the updater's rate limiters, record events or metrics, or retry a refusal.
 """
 

@@ -31,9 +31,9 @@ from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
 from yarl import URL
 
+from vpa.aio.pacing import DEFERENCE, turn
 from vpa.kube.ratelimiting import ServerPacing, TokenBucket
 from vpa.model.clock import Clock
-from vpa.pacing import DEFERENCE, turn
 
 JsonObj = dict[str, Any]
 Query = Mapping[str, str | int | bool] | Sequence[tuple[str, str | int | bool]]

@@ -29,7 +29,7 @@ from typing import Any, Final
 
 import structlog
 
-from vpa.cancelling import cancel_and_wait
+from vpa.aio.cancelling import cancel_and_wait
 from vpa.kube import converting
 from vpa.kube.client import KubeClient, api_path
 from vpa.kube.watching import WatchCache

@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any, Final, TypeVar
 
+from vpa.aio.shards import ShardedDict
 from vpa.model import annotations as ann
 from vpa.model import quantity
 from vpa.model.event import EventView
@@ -44,7 +45,6 @@ from vpa.model.vpa import (
     VpaStatus,
     VpaView,
 )
-from vpa.shards import ShardedDict
 
 _E = TypeVar("_E")
 LAST_APPLIED_CONFIGURATION: Final = "kubectl.kubernetes.io/last-applied-configuration"
@@ -88,7 +88,8 @@ class Interner:
         self._container_tuples: dict[tuple[object, ...], tuple[ContainerView, ...]] = {}
         # Not the interpreter's table of interned strings (`sys.intern`): holding each workload's names, uids
         # and label values at 10,000 Deployments, it grew by copying itself whole in single `sys.intern`
-        # calls, 10-18 ms each during `run_scale`'s initial LIST. Sharded (`vpa.shards`), no table is large.
+        # calls, 10-18 ms each during `run_scale`'s initial LIST. Sharded (`vpa.aio.shards`), no table is
+        # large.
         self._texts: ShardedDict[str, str] = ShardedDict()
         self._size = 0
 

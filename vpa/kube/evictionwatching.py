@@ -5,7 +5,7 @@ backoff, as every cache) on the Events of `--vpa-object-namespace` or all namesp
 each event once per cache lifetime, existing ones included (as upstream's watch without a resourceVersion
 starts with every existing event).
 
-Must not: interpret the events (that is `vpa.logic.evictions`) or decide anything.
+Must not: interpret the events (that is `vpa.logic.recommender.evictions`) or decide anything.
 """
 
 from __future__ import annotations

@@ -29,9 +29,9 @@ import aiohttp
 import orjson
 import structlog
 
+from vpa.aio.pacing import Slices
 from vpa.model.durations import format_prometheus_duration_s
 from vpa.model.settings import PrometheusSettings
-from vpa.pacing import Slices
 
 log = structlog.get_logger(__name__)
 

@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 
 import structlog
 
-from vpa.cancelling import cancel_and_wait
+from vpa.aio.cancelling import cancel_and_wait
 from vpa.kube.client import ApiError, Conflict, KubeClient, NotFound, api_path
 from vpa.model.clock import Clock
 

@@ -21,10 +21,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from vpa.aio.pacing import Slices
 from vpa.kube.client import ApiError, KubeClient, api_path
 from vpa.kube.converting import ConversionError, parse_time
 from vpa.model.quantity import Quantity, QuantityError
-from vpa.pacing import Slices
 
 METRICS_GROUP: Final = "metrics.k8s.io"
 METRICS_VERSION: Final = "v1beta1"

@@ -21,9 +21,9 @@ import contextlib
 from collections.abc import AsyncGenerator, Callable, Mapping
 from typing import Any, Final
 
+from vpa.aio.pacing import SLICE_S, Slices
 from vpa.kube.client import ApiError, Gone, KubeClient
 from vpa.kube.metricsreading import ListStream
-from vpa.pacing import SLICE_S, Slices
 
 PAGE_SIZE: Final = 500
 """Objects per page, client-go's pager default."""

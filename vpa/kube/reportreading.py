@@ -6,7 +6,7 @@ or all; each VPA's target resolved to a pod selector with the recommender's own 
 report and the recommender agree on which pods a VPA controls). Objects that do not convert are skipped
 and counted.
 
-Must not: match pods to selectors or compute the report (that is `vpa.logic.reporting`), write anything,
+Must not: match pods to selectors or compute the report (that is `vpa.logic.report.rows`), write anything,
 or format output.
 """
 

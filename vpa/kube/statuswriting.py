@@ -6,7 +6,7 @@ explicit merge-patch content type; retried by the client like any idempotent cal
 does — replace `/status` with a JSON patch, create the object when it does not exist yet; deleting one).
 
 Must not: decide whether a write is needed (the recommender compares statuses), build status or
-checkpoint content (`vpa.kube.converting` and `vpa.logic.checkpointing` do), or swallow errors.
+checkpoint content (`vpa.kube.converting` and `vpa.logic.recommender.checkpointing` do), or swallow errors.
 """
 
 from __future__ import annotations

@@ -32,12 +32,12 @@ from typing import Any, Final, Generic, TypeVar
 import orjson
 import structlog
 
-from vpa.cancelling import cancel_and_wait
+from vpa.aio.cancelling import cancel_and_wait
+from vpa.aio.pacing import Slices
+from vpa.aio.shards import ShardedDict, ShardedSet, add_in
 from vpa.kube.client import ApiError, Gone, KubeClient, Query
 from vpa.kube.paging import PagedList
 from vpa.model.clock import Clock, RealClock
-from vpa.pacing import Slices
-from vpa.shards import ShardedDict, ShardedSet, add_in
 
 T = TypeVar("T")
 Key = tuple[str, str]  # (namespace, name); namespace is "" for cluster-scoped objects

@@ -24,7 +24,7 @@ Deliberate deviations from upstream (documented in the module tests and the repo
 - a resource missing from a container's recommendation is never added by scaling (upstream may add `0`);
 - negative recommended amounts are ignored (never produced by a recommender; the API would reject them).
 
-Must not: build JSON patches (that is `vpa.logic.patches`), read feature gates, log, or do I/O.
+Must not: build JSON patches (that is `vpa.logic.admission.patches`), read feature gates, log, or do I/O.
 """
 
 from __future__ import annotations
@@ -399,7 +399,7 @@ def container_resources_for_pod(
 ) -> tuple[ContainerResources, ...]:
     """Spec §5.4 in full: requests (capped target), limits and notes for every container of the pod, in
     `spec.containers` order. Containers without a recommendation get `EMPTY`. For a VPA in mode `Off`
-    every entry is `EMPTY` (only a startup boost may apply; see `vpa.logic.patches`)."""
+    every entry is `EMPTY` (only a startup boost may apply; see `vpa.logic.admission.patches`)."""
     if vpa.effective_mode is UpdateMode.OFF:
         return (EMPTY,) * len(pod.containers)
     capped = cap_pod_recommendations(pod, vpa, limits, bounds=False)

@@ -5,7 +5,7 @@ Owns: `EventView` (identity, reason, message, type, the involved object, creatio
 annotations).
 
 Must not: parse raw API JSON (that is `vpa.kube.converting`), interpret the annotations (that is
-`vpa.logic.evictions`), or import anything outside the standard library and `vpa.model`.
+`vpa.logic.recommender.evictions`), or import anything outside the standard library and `vpa.model`.
 """
 
 from __future__ import annotations

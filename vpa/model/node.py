@@ -4,7 +4,8 @@ Owns: `NodeView` (a Node's name, allocatable CPU and memory, and whether new pod
 `HpaView` (an autoscaling/v2 HPA's scale target and the resource metrics it scales on), both built at the
 edge by `vpa.kube.neighbourwatching`.
 
-Must not: parse API dicts, decide anything (capping is `vpa.logic.nodecaps`, conflicts `vpa.logic.conflicts`).
+Must not: parse API dicts, decide anything (capping is `vpa.logic.recommender.nodecaps`, conflicts
+`vpa.logic.recommender.conflicts`).
 """
 
 from __future__ import annotations

@@ -371,7 +371,7 @@ class RecommenderSettings:
     """Ours: how long that pass waits for more OOMs to join it."""
     bounds_write_tolerance: float = 0.0
     """Ours: a status write whose only changes are lower/upper bounds within this fraction of the amounts in
-    the VPA's status is skipped (`vpa.logic.statuswrites`); 0 writes every change, as upstream."""
+    the VPA's status is skipped (`vpa.logic.recommender.statuswrites`); 0 writes every change, as upstream."""
     use_external_metrics: bool = False
     """Read usage from `external.metrics.k8s.io` instead of `metrics.k8s.io`."""
     external_metrics_cpu_metric: str = ""
@@ -685,7 +685,8 @@ A trace is a CSV file (or Parquet, by its .parquet/.pq extension) with a header 
 At least one of cpu_cores and memory_bytes is needed; an empty cell is no sample. Values must not be
 negative. Rows may come in any order (they are replayed by time, file order on ties).
 """
-"""What `vpa replay` reads (`vpa.replay.read_trace` implements it; `vpa replay --help` prints it)."""
+"""What `vpa replay` reads (`vpa.replay.replaying.read_trace` implements it; `vpa replay --help` prints
+it)."""
 
 
 @dataclass(frozen=True, slots=True)

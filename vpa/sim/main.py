@@ -6,7 +6,7 @@ the API URL and the kubeconfig path (one `key: value` line each, flushed, so scr
 lines go to stderr), and a clean exit 0 on SIGTERM/SIGINT. `python -m vpa.sim.main` works too; the project
 CLI dispatches `vpa sim ...` here.
 
-The process holds CPython's automatic full collections back as `vpa run` does (`vpa.heap`).
+The process holds CPython's automatic full collections back as `vpa run` does (`vpa.aio.heap`).
 
 Must not: implement API or cluster semantics (`vpa.sim.apiserver` / `vpa.sim.cluster` do).
 """
@@ -22,8 +22,8 @@ from pathlib import Path
 import structlog
 import uvloop
 
-from vpa.cancelling import cancel_and_wait
-from vpa.heap import HeapKeeper
+from vpa.aio.cancelling import cancel_and_wait
+from vpa.aio.heap import HeapKeeper
 from vpa.sim.apiserver.harness import SUPPORTED_VERSIONS, SimCluster
 from vpa.sim.contracts import ApiError
 from vpa.sim.kubernetes.cluster import RealCluster
@@ -274,7 +274,7 @@ async def _agent(args: argparse.Namespace) -> int:
 
 
 def _log_to_stderr() -> None:
-    """Log lines (the hourly full collection's, `vpa.heap`) to stderr: stdout holds only the `key: value`
+    """Log lines (the hourly full collection's, `vpa.aio.heap`) to stderr: stdout holds only the `key: value`
     lines scripts read."""
     structlog.configure(logger_factory=structlog.PrintLoggerFactory(file=sys.stderr))
 

@@ -25,7 +25,7 @@ from tests.integration.components.test_updater_support import (
 )
 from tests.integration.components.test_updater_support import vpa as updater_vpa
 from vpa.kube.converting import vpa_status_from_dict
-from vpa.logic.patches import AdmissionOptions
+from vpa.logic.admission.patches import AdmissionOptions
 from vpa.model.features import FeatureGates
 from vpa.sim.cluster.profiles import ANNOTATION
 

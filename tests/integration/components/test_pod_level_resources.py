@@ -37,7 +37,7 @@ from tests.integration.components.test_webhook_helpers import (
     wait_for,
     write_certs,
 )
-from vpa.logic.patches import AdmissionOptions
+from vpa.logic.admission.patches import AdmissionOptions
 from vpa.model.features import FeatureGates
 from vpa.sim import SimCluster
 

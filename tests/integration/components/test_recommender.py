@@ -25,8 +25,8 @@ from tests.integration.components.recommender_helpers import (
     vpa,
 )
 from vpa.kube.converting import vpa_status_from_dict
-from vpa.logic.recommender_cluster import ContainerId, PodId
-from vpa.logic.recommending import RecommenderConfig, RecommenderCore
+from vpa.logic.recommender.cluster import ContainerId, PodId
+from vpa.logic.recommender.recommending import RecommenderConfig, RecommenderCore
 from vpa.model.resources import Resources
 from vpa.model.selector import Selector
 from vpa.model.settings import RecommenderSettings

@@ -33,7 +33,7 @@ from tests.integration.prometheus_fake import FakePrometheus, Series, serve
 from vpa.app import build_components
 from vpa.app.runtime import SHUTDOWN_BUDGET_S, Runtime
 from vpa.flags.commands import parse_run_args
-from vpa.logic.recommender_cluster import ContainerId, PodId
+from vpa.logic.recommender.cluster import ContainerId, PodId
 from vpa.model.quantity import Quantity
 from vpa.model.settings import PrometheusSettings, RecommenderSettings
 from vpa.sim import SimCluster

@@ -24,7 +24,7 @@ from tests.integration.components.test_updater_support import (
     vpa,
 )
 from vpa.kube.actuating import Outcome
-from vpa.logic.inplace import Action, Reason
+from vpa.logic.updater.inplace import Action, Reason
 
 MODES = pytest.mark.parametrize("mode", ["InPlaceOrRecreate", "InPlace"])
 IN_PLACE_GATE = "InPlace=true"

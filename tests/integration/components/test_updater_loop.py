@@ -23,7 +23,7 @@ from tests.integration.components.test_updater_support import (
 from vpa.components.updater import SKIPPED_ADMISSION_STALE
 from vpa.kube.actuating import Outcome
 from vpa.kube.leasing import format_micro_time
-from vpa.logic.inplace import Action, Reason
+from vpa.logic.updater.inplace import Action, Reason
 
 OUTSIDE = rec(cpu="200m", memory="256Mi", lower=("150m", "200Mi"), upper=("250m", "1Gi"))
 """Requests of 500m are above the upper bound: Recreate evicts at once, whatever the pod's age."""

@@ -18,7 +18,7 @@ from tests.integration.components.test_updater_support import (
     updater_env,
     vpa,
 )
-from vpa.logic.inplace import Reason
+from vpa.logic.updater.inplace import Reason
 
 
 async def test_prompt_pass_resizes_the_changed_vpa_only() -> None:

@@ -5,7 +5,7 @@ indexes them), the updater's own controller/LimitRange caches, an event recorder
 cluster's virtual clock. `env.sync()` waits (real time, bounded) until every cache holds exactly what the
 store holds, so a `run_once()` sees the cluster as it is. `admission_webhook(...)` registers a TLS
 mutating webhook that applies the controlling VPA's recommendation with the admission logic
-(`vpa.logic.patches.pod_patch`), standing in for the admission controller built on another branch.
+(`vpa.logic.admission.patches.pod_patch`), standing in for the admission controller built on another branch.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from vpa.kube.client import ClientOptions, KubeClient, api_path
 from vpa.kube.controllers import KINDS, ControllerCaches
 from vpa.kube.eventing import EventRecorder
 from vpa.kube.watching import WatchCache
+from vpa.logic.admission.patches import AdmissionOptions, pod_patch, pod_shape
 from vpa.logic.limitranges import NO_LIMITS
-from vpa.logic.patches import AdmissionOptions, pod_patch, pod_shape
 from vpa.model.features import FeatureGates
 from vpa.model.pod import PodView
 from vpa.model.resources import Resources

@@ -21,7 +21,7 @@ from tests.integration.components.test_updater_support import (
     updater_env,
     vpa,
 )
-from vpa.logic.patches import AdmissionOptions
+from vpa.logic.admission.patches import AdmissionOptions
 from vpa.model.features import FeatureGates
 
 GATES = "CPUStartupBoost=true,InPlace=true"

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.integration.components.recommender_helpers import VPAS, deployment, vpa
-from vpa.logic.checkpointing import format_time
+from vpa.logic.recommender.checkpointing import format_time
 from vpa.model.quantity import Quantity
 from vpa.sim import SimCluster
 

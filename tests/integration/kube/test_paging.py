@@ -9,10 +9,10 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from vpa.aio.pacing import Slices
 from vpa.kube.client import ApiError, Gone, KubeClient
 from vpa.kube.paging import PagedList
 from vpa.model.clock import VirtualClock
-from vpa.pacing import Slices
 
 from .helpers import turns_counted
 from .scripted import ScriptedServer, status_body

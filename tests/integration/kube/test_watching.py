@@ -9,11 +9,11 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from vpa import shards
+from vpa.aio import shards
+from vpa.aio.shards import ShardedSet
 from vpa.kube.client import KubeClient
 from vpa.kube.watching import WatchCache
 from vpa.model.clock import VirtualClock
-from vpa.shards import ShardedSet
 from vpa.sim import SimCluster
 
 from .helpers import (
@@ -294,7 +294,7 @@ async def test_indexes_follow_updates_and_deletes(
 async def test_a_large_index_bucket_is_sharded_and_still_answers(
     cluster: SimCluster, client: KubeClient, clock: VirtualClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A bucket that reaches `vpa.shards.SHARD_AT` keys (lowered to 3 here; 512 in production, a rollout
+    """A bucket that reaches `vpa.aio.shards.SHARD_AT` keys (lowered to 3 here; 512 in production, a rollout
     of thousands of pods) becomes a sharded set: lookups, updates that move an object out, deletes down to
     nothing (the bucket dropped) all behave as before; a small bucket stays a plain set."""
     monkeypatch.setattr(shards, "SHARD_AT", 3)

@@ -173,7 +173,7 @@ def test_run_hands_settings_to_the_app(fake_module: Callable[[str, str, object],
 def test_replay_hands_settings_to_the_replay_tool(
     fake_module: Callable[[str, str, object], list[object]],
 ) -> None:
-    calls = fake_module("vpa.replay", "run", 0)
+    calls = fake_module("vpa.replay.replaying", "run", 0)
     status, _, _ = call(["replay", "t.csv", "--every=1h"])
     assert status == 0
     (settings,) = calls

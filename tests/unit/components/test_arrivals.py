@@ -12,8 +12,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from vpa.aio.pacing import Deference
 from vpa.components.arrivals import Arrivals
-from vpa.pacing import Deference
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from vpa.components.recommendation_metrics import METRIC_NAMES, bounded_series
-from vpa.logic.reporting import ContainerRow
+from vpa.logic.report.rows import ContainerRow
 from vpa.model.resources import Resources
 from vpa.model.vpa import TargetRef, VpaView
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from vpa.components.recommender import next_conditions, ooms_from_pod_update, with_own_conditions
-from vpa.logic.recommender_cluster import ContainerId, PodId
+from vpa.logic.recommender.cluster import ContainerId, PodId
 from vpa.model.pod import ContainerStatusView, ContainerView, PodView
 from vpa.model.resources import Resources
 from vpa.model.vpa import Condition

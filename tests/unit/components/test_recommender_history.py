@@ -16,8 +16,8 @@ from vpa.kube.historyreading import (
     PrometheusError,
     RequestObserver,
 )
-from vpa.logic.recommender_cluster import ClusterState, ContainerId, PodId
-from vpa.logic.recommending import RecommenderConfig
+from vpa.logic.recommender.cluster import ClusterState, ContainerId, PodId
+from vpa.logic.recommender.recommending import RecommenderConfig
 from vpa.model.selector import Selector
 from vpa.model.vpa import VpaView
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from vpa.aio.pacing import Slices
 from vpa.components import webhook
 from vpa.components.webhook import NamespacesWithVpas
-from vpa.pacing import Slices
 
 
 @dataclass(frozen=True)

@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 
 from tests.builders import make_container, make_pod
-from tests.unit.logic.test_admission_patches import admission_pod, apply_patch, rec, vpa_json
+from tests.unit.logic.admission.test_patches import admission_pod, apply_patch, rec, vpa_json
 from vpa.components.recommender import ooms_from_pod_update
 from vpa.kube.converting import pod_from_dict, vpa_from_dict
-from vpa.logic.inplace import Change, ContainerChange, qos_before_and_after, resize_patch
+from vpa.logic.admission.patches import AdmissionOptions, pod_patch, pod_shape
 from vpa.logic.limitranges import NO_LIMITS
-from vpa.logic.patches import AdmissionOptions, pod_patch, pod_shape
+from vpa.logic.updater.inplace import Change, ContainerChange, qos_before_and_after, resize_patch
 from vpa.model.features import FeatureGates
 from vpa.model.resources import Resources
 

@@ -12,16 +12,16 @@ from typing import Any
 
 import pytest
 
-from tests.unit.logic.test_admission_patches import admission_pod, apply_patch, container, rec, vpa_json
-from tests.unit.logic.test_updater_support import KEY, NOW, ctr, pod, vpa
-from tests.unit.logic.test_updater_support import rec as updater_rec
+from tests.unit.logic.admission.test_patches import admission_pod, apply_patch, container, rec, vpa_json
+from tests.unit.logic.updater.test_support import KEY, NOW, ctr, pod, vpa
+from tests.unit.logic.updater.test_support import rec as updater_rec
 from vpa.kube.converting import pod_from_dict, vpa_from_dict
-from vpa.logic.infeasible import InfeasibleAttempts
-from vpa.logic.inplace import Action, Reason, resize_patch
+from vpa.logic.admission.patches import AdmissionOptions, PodLevelInvalid, pod_patch, pod_shape
 from vpa.logic.limitranges import NO_LIMITS
-from vpa.logic.patches import AdmissionOptions, PodLevelInvalid, pod_patch, pod_shape
 from vpa.logic.podlevel import aggregate_requests, consistency_problem, plan_pod_level
-from vpa.logic.updateplan import PassInputs, plan_vpa
+from vpa.logic.updater.infeasible import InfeasibleAttempts
+from vpa.logic.updater.inplace import Action, Reason, resize_patch
+from vpa.logic.updater.plan import PassInputs, plan_vpa
 from vpa.model.features import FeatureGates
 from vpa.model.resources import Resources
 from vpa.model.settings import UpdaterSettings

@@ -18,7 +18,7 @@ def test_a_log_line_goes_to_stderr_not_to_stdout(
 ) -> None:
     def serve(coro: Coroutine[Any, Any, int]) -> int:
         coro.close()  # not served: the line below stands for the hourly collection's log line
-        structlog.get_logger("vpa.heap").info("gc_full_collection", collected=3, seconds=0.4)
+        structlog.get_logger("vpa.aio.heap").info("gc_full_collection", collected=3, seconds=0.4)
         return 0
 
     saved = structlog.get_config()

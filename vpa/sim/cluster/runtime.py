@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from vpa.cancelling import cancel_and_wait
+from vpa.aio.cancelling import cancel_and_wait
 from vpa.model.clock import VirtualClock
 from vpa.sim.contracts import ApiError, JsonObj, Store, WatchEvent
 

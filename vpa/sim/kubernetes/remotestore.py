@@ -25,7 +25,7 @@ from urllib.parse import quote, urlencode
 import aiohttp
 import orjson
 
-from vpa.cancelling import cancel_and_wait
+from vpa.aio.cancelling import cancel_and_wait
 from vpa.sim.apiserver.selectors import fields_match, labels_match, parse_field_selector, parse_label_selector
 from vpa.sim.cluster.runtime import key_of, rv_of
 from vpa.sim.contracts import ApiError, JsonObj, WatchEvent
