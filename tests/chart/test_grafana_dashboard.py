@@ -16,7 +16,7 @@ from vpa.app.runtime import Runtime
 from vpa.components.health import LoopLagMonitor, render_metrics
 from vpa.components.recommendation_metrics import RecommendationMetrics
 from vpa.components.recommender import RecommenderMetrics
-from vpa.components.recommender_history import PrometheusClientMetrics
+from vpa.components.recommender.history import PrometheusClientMetrics
 from vpa.components.updater import UpdaterMetrics
 from vpa.components.webhook import AdmissionMetrics
 from vpa.flags.commands import parse_run_args

@@ -41,7 +41,7 @@ import asyncio
 import threading
 import time
 import weakref
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Generator, Iterable
 from typing import Final, TypeVar
 
 T = TypeVar("T")
@@ -257,3 +257,16 @@ class Slices:
         """A fresh slice without yielding (after the task waited for I/O, which already gave the loop
         back)."""
         self.started = time.perf_counter()
+
+
+async def drive(steps: Generator[None, None, T], slice_s: float) -> T:
+    """Run a pure-layer generator of small steps (e.g. `ClusterState.maybe_garbage_collect_steps`) to its
+    end, sharing the event loop as `paced` does; returns the generator's result."""
+    result: list[T] = []
+
+    def run() -> Generator[None, None, None]:
+        result.append((yield from steps))
+
+    async for _ in paced(run(), slice_s):
+        pass
+    return result[0]

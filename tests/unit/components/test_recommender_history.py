@@ -8,7 +8,7 @@ import math
 from prometheus_client import CollectorRegistry
 from structlog.testing import capture_logs
 
-from vpa.components.recommender_history import PrometheusClientMetrics, load_history
+from vpa.components.recommender.history import PrometheusClientMetrics, load_history
 from vpa.kube.historyreading import (
     ClusterHistory,
     ContainerHistory,

@@ -16,8 +16,9 @@ from tests.unit.components.test_recommender_slices import (
     _pod,
     _vpa,
 )
-from vpa.components import recommender as recommender_module
-from vpa.components.recommender import Recommender, _tick_forever
+from vpa.components.recommender import Recommender
+from vpa.components.recommender import checkpoints as checkpoints_module
+from vpa.components.recommender.loop import tick_forever
 from vpa.model.clock import VirtualClock
 from vpa.model.selector import Selector
 from vpa.model.settings import RecommenderSettings
@@ -36,7 +37,7 @@ async def test_first_loop_runs_at_once_then_every_interval() -> None:
     async def restore() -> None:
         pass
 
-    task = asyncio.create_task(_tick_forever(clock, 60.0, None, lambda: None, restore, run_once))
+    task = asyncio.create_task(tick_forever(clock, 60.0, None, lambda: None, restore, run_once))
     for _ in range(5):
         await asyncio.sleep(0)
     assert calls == [(0.0, 60.0)]  # upstream's ticker would wait 60 s first
@@ -70,7 +71,7 @@ def _recommender(vpas: int, clock: VirtualClock) -> tuple[Recommender, Sink]:
 )
 async def test_checkpoints_spread_over_loops(monkeypatch: pytest.MonkeyPatch, vpas: int, spread_min: int,
                                              per_loop: list[int]) -> None:
-    monkeypatch.setattr(recommender_module, "_CHECKPOINT_SPREAD_MIN", spread_min)
+    monkeypatch.setattr(checkpoints_module, "SPREAD_MIN", spread_min)
     clock = VirtualClock(start=T0)
     rec, sink = _recommender(vpas, clock)
     written: list[int] = []
