@@ -1,0 +1,54 @@
+"""The updater's Kubernetes Event reasons and messages (spec §4.11) and failure reasons of its counters
+(spec §6.2), and the object references its events name.
+
+Must not: record events (the updater does, through its `EventRecorder`).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from vpa.kube.eventing import ObjectRef
+from vpa.model.pod import PodView
+from vpa.model.vpa import VPA_API_VERSION, VpaView
+
+EVENT_SOURCE: Final = "vpa-updater"
+
+# Event reasons and messages (spec §4.11), all type Normal.
+EVICTED_BY_VPA: Final = "EvictedByVPA"
+EVICTED_BY_VPA_MESSAGE: Final = "Pod was evicted by VPA Updater to apply resource recommendation."
+EVICTED_POD: Final = "EvictedPod"
+IN_PLACE_RESIZED: Final = "InPlaceResizedByVPA"
+IN_PLACE_RESIZED_MESSAGE: Final = "Pod was resized in place by VPA Updater."
+IN_PLACE_SKIPPED: Final = "InPlaceResizeSkipped"
+IN_PLACE_SKIPPED_MESSAGE: Final = (
+    "Previously recorded in-place update was infeasible, current recommendation is not lower than "
+    "previous, skipping resize"
+)
+
+# Failure reasons of the upstream counters (spec §6.2).
+EVICTION_ERROR: Final = "EvictionError"
+IN_PLACE_UPDATE_ERROR: Final = "InPlaceUpdateError"
+IN_PLACE_UPDATE_INFEASIBLE: Final = "InPlaceUpdateInfeasible"
+
+SKIPPED_ADMISSION_STALE: Final = "AdmissionControllerStatusStale"
+IN_PLACE_GATE_OFF: Final = "InPlaceFeatureGateOff"
+IN_PLACE_GATE_OFF_MESSAGE: Final = (
+    "updateMode InPlace needs the InPlace feature gate of the updater (--feature-gates=InPlace=true); "
+    "no pod of this VPA is updated until it is enabled or the mode is changed."
+)
+
+UNBOOST_ERROR: Final = "UnboostError"
+
+def pod_ref(pod: PodView) -> ObjectRef:
+    return ObjectRef(kind="Pod", namespace=pod.namespace, name=pod.name, uid=pod.uid)
+
+
+def vpa_ref(vpa: VpaView) -> ObjectRef:
+    return ObjectRef(
+        kind="VerticalPodAutoscaler",
+        namespace=vpa.namespace,
+        name=vpa.name,
+        uid=vpa.uid,
+        api_version=VPA_API_VERSION,
+    )
