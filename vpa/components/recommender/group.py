@@ -106,7 +106,7 @@ class RecommenderGroup:
         first = self.recommenders[0].settings
         self.oom_trigger = Trigger(clock, first.oom_reaction_delay_s) if first.recommend_on_oom else None
         for rec in self.recommenders:
-            rec.oom_trigger = self.oom_trigger
+            rec.ooms.trigger = self.oom_trigger
 
     @classmethod
     def from_client(

@@ -11,6 +11,9 @@ in flight), MaintainCheckpoints and GarbageCollect (aggregates, hourly); the pro
 CPU work goes through `vpa.aio.pacing.paced`, which gives the event loop a turn every `chunk_budget_s`: the
 webhook, the leases and `/metrics` share the loop.
 
+It is a little over 600 lines because the steps share the recommender's state (tracked VPAs, applied pods,
+the OOM queue, written statuses); each step is a method of a few dozen lines.
+
 Must not: import other components, hold raw API dicts, let one VPA's failure stop the loop, or write a
 status that did not change.
 """
@@ -19,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 
 import structlog
@@ -48,7 +50,7 @@ from vpa.components.recommender.metrics import (
     SOURCE_SPEC_CONTAINERS,
     RecommenderMetrics,
 )
-from vpa.components.recommender.ooms import OOM_QUEUE_SIZE, SEEN_EVENTS_SIZE, OomKill, ooms_from_pod_update
+from vpa.components.recommender.ooms import OomObserver
 from vpa.components.recommender.ports import (
     CheckpointSink,
     EventSink,
@@ -60,7 +62,6 @@ from vpa.components.recommender.ports import (
     StatusSink,
 )
 from vpa.components.recommender.reports import TARGET_CHANGE_LINES, LoopReport, RestoreReport, TrackedVpa
-from vpa.components.triggering import Trigger
 from vpa.kube.client import KubeClient
 from vpa.kube.eventing import ObjectRef
 from vpa.kube.historyreading import PrometheusHistoryReader
@@ -75,12 +76,10 @@ from vpa.logic.recommender.cluster import (
 )
 from vpa.logic.recommender.conflicts import VpaConflicts, hpa_conflicts
 from vpa.logic.recommender.cost_aware import pod_recommender_for
-from vpa.logic.recommender.evictions import ooms_from_eviction_event
 from vpa.logic.recommender.nodecaps import cap_to_largest_node
 from vpa.logic.recommender.recommending import RecommenderConfig, RecommenderCore, compute_recommendation
 from vpa.logic.recommender.statuswrites import worth_writing
 from vpa.model.clock import Clock
-from vpa.model.event import EventView
 from vpa.model.features import FeatureGates
 from vpa.model.node import HpaView, NodeView
 from vpa.model.pod import PodView
@@ -168,18 +167,11 @@ class Recommender:
         # and OOM-observed like containers; plain init containers never are.
         self._native_sidecars = native_sidecars
         self._chunk_budget_s = chunk_budget_s
-        self._ooms: deque[OomKill] = deque(maxlen=OOM_QUEUE_SIZE)
-        # The pod as the watch showed it at each queued OOM kill (`_track_for_oom`); emptied with the queue.
-        self._oom_views: dict[PodId, PodView] = {}
-        # With --recommend-on-oom the group sets a trigger; OOM-killed pods' labels say which VPAs to redo.
-        self.oom_trigger: Trigger | None = None
-        self._oom_pods: dict[PodId, Mapping[str, str]] = {}
-        self._last_oom: dict[PodId, dict[str, float]] = {}
-        self._seen_events: OrderedDict[str, None] = OrderedDict()
+        self.ooms = OomObserver(native_sidecars)
         self.reset()
-        pods.on_update(self._on_pod_update)
+        pods.on_update(self.ooms.on_pod_update)
         if events is not None:
-            events.on_add(self._on_eviction_event)
+            events.on_add(self.ooms.on_eviction_event)
 
     @classmethod
     def from_client(
@@ -225,9 +217,7 @@ class Recommender:
         self._tracked: dict[tuple[str, str], TrackedVpa] = {}
         self._applied_pods: dict[PodId, PodView] = {}
         self._written: dict[tuple[str, str], tuple[str, VpaStatus]] = {}
-        self._ooms.clear()
-        self._oom_pods.clear()
-        self._last_oom.clear()
+        self.ooms.clear()
         self._last_checkpoint_gc: float | None = None
         self.loops = 0
         self.last_report: LoopReport | None = None
@@ -246,34 +236,6 @@ class Recommender:
     @property
     def tracked(self) -> Mapping[tuple[str, str], TrackedVpa]:
         return self._tracked
-
-    # ------------------------------------------------------------------------------- OOM observer
-
-    def _on_pod_update(self, old: PodView, new: PodView) -> None:
-        cached = new
-        if self._native_sidecars:
-            old, new = old.with_native_sidecars(), new.with_native_sidecars()
-        for kill in ooms_from_pod_update(old, new):
-            seen = self._last_oom.setdefault(kill.container_id.pod, {})
-            if seen.get(kill.container_id.container_name) == kill.timestamp:
-                continue
-            seen[kill.container_id.container_name] = kill.timestamp
-            self._ooms.append(kill)
-            self._oom_views[kill.container_id.pod] = cached  # to track it if no loop has loaded it yet
-            if self.oom_trigger is not None:
-                self._oom_pods[kill.container_id.pod] = new.labels
-                self.oom_trigger.fire(f"{new.namespace}/{new.name}")
-
-    def _on_eviction_event(self, event: EventView) -> None:
-        """OOMs from a memory-pressure eviction (spec §3.2), once per event uid."""
-        key = event.uid or f"{event.namespace}/{event.name}"
-        if key in self._seen_events:
-            return
-        self._seen_events[key] = None
-        if len(self._seen_events) > SEEN_EVENTS_SIZE:
-            self._seen_events.popitem(last=False)
-        for oom in ooms_from_eviction_event(event):
-            self._ooms.append(OomKill(oom.container_id, oom.timestamp, oom.memory_bytes))
 
     # ------------------------------------------------------------------------------------ running
 
@@ -403,7 +365,7 @@ class Recommender:
         would otherwise lose it, and wait a crash back-off (10 s, 20 s, ... up to 5 min) for the next one.
         Only a running pod, and with `--memory-saver` only one some tracked VPA selects, as `_load_pods`
         would."""
-        cached = self._oom_views.get(pod_id)
+        cached = self.ooms.views.get(pod_id)
         if cached is None or cached.phase in ("", "Pending") or self._applied_pods.get(pod_id) is cached:
             return False  # unknown, not running, or already in the model as it is
         if self.settings.memory_saver and not any(
@@ -445,9 +407,9 @@ class Recommender:
         """The OOMs observed since they were last applied, into the memory histories."""
         cluster = self.core.cluster
         quality = self.metrics.quality
-        self._oom_pods.clear()
-        while self._ooms:
-            kill = self._ooms.popleft()
+        self.ooms.pods.clear()
+        while self.ooms.queue:
+            kill = self.ooms.queue.popleft()
             try:
                 try:
                     bumped = cluster.record_oom(kill.container_id, kill.timestamp, kill.memory_bytes)
@@ -462,7 +424,7 @@ class Recommender:
             except (UnknownContainerError, OomRejected) as err:
                 self.metrics.skipped.labels(what="oom").inc()
                 log.info("recommender_oom_skipped", container=str(kill.container_id), error=str(err))
-        self._oom_views.clear()
+        self.ooms.views.clear()
 
     async def _delete_removed_pods(self, live: set[PodId]) -> None:
         cluster = self.core.cluster
@@ -473,16 +435,16 @@ class Recommender:
         async for pod_id in paced(removed, self._chunk_budget_s):
             cluster.delete_pod(pod_id)
             self._applied_pods.pop(pod_id, None)
-            self._last_oom.pop(pod_id, None)
+            self.ooms.forget(pod_id)
 
     async def react_to_ooms(self) -> LoopReport:
         """The prompt OOM pass (`--recommend-on-oom`): apply the OOMs queued since the last loop and
         rewrite the status of the VPAs whose pods were OOM-killed, without waiting for the next loop. Does
         nothing before the first loop (the pods and VPAs are not known yet: the loop applies them)."""
         report = LoopReport()
-        if self.loops == 0 or not self._ooms:
+        if self.loops == 0 or not self.ooms.queue:
             return report
-        pods = dict(self._oom_pods)
+        pods = dict(self.ooms.pods)
         self._apply_ooms(report)
         keys = set()
         for key, tracked in self._tracked.items():
