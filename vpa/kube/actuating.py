@@ -7,7 +7,8 @@ Owns: the three writes the updater makes to pods and how their answers are class
   carries `deleteOptions.preconditions.uid`, so a StatefulSet pod recreated under the same name between
   the decision and the call is never evicted by mistake (upstream sends no precondition).
 - `resize`: a JSON Patch (`application/json-patch+json`) to `pods/<name>/resize`. A 403 whose Status
-  carries a cause of type `NodeCapacity` (Kubernetes ≥ 1.36 `PodResizeValidator`) is `Outcome.INFEASIBLE`;
+  carries a cause of type `NodeCapacity` or `UnsupportedPlatform` (Kubernetes ≥ 1.36 `PodResizeValidator`:
+  the resize can never fit the node, or the node's OS cannot resize) is `Outcome.INFEASIBLE`;
   any other refusal by the API server is `Outcome.REJECTED` (422 QoS change, 409, other 403s). The patch
   only `add`s absolute values, so sending it twice is harmless: 429, 5xx and transport errors are retried
   by the client, and if they persist the result is `Outcome.FAILED` — transient, not a refusal (AEP-8818:
@@ -32,6 +33,9 @@ from vpa.kube.client import ApiError, KubeClient, api_path
 
 NODE_CAPACITY: Final = "NodeCapacity"
 """StatusCause type of the 1.36+ admission-time resize rejection (kubernetes/kubernetes#136043)."""
+UNSUPPORTED_PLATFORM: Final = "UnsupportedPlatform"
+"""The same plugin's cause for a node whose OS cannot resize in place (upstream VPA 1.8.1 handles only
+`NodeCapacity` and retries this one every loop; it can never succeed on that node either)."""
 
 JsonObj = dict[str, Any]
 
@@ -43,7 +47,8 @@ class Outcome(enum.StrEnum):
     GONE = "Gone"
     """404: the pod no longer exists."""
     INFEASIBLE = "Infeasible"
-    """Resize refused with 403 and a `NodeCapacity` cause: it can never fit the node."""
+    """Resize refused with 403 and a `NodeCapacity` or `UnsupportedPlatform` cause: it can never be done on
+    this node."""
     REJECTED = "Rejected"
     """Any other refusal (validation, QoS change, conflict, forbidden)."""
     FAILED = "Failed"
@@ -86,7 +91,7 @@ def _transient(error: ApiError) -> bool:
 def classify_resize_error(error: ApiError) -> Outcome:
     if error.status == 404:
         return Outcome.GONE
-    if error.status == 403 and has_cause(error, NODE_CAPACITY):
+    if error.status == 403 and (has_cause(error, NODE_CAPACITY) or has_cause(error, UNSUPPORTED_PLATFORM)):
         return Outcome.INFEASIBLE
     if _transient(error):
         return Outcome.FAILED

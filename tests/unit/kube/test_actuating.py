@@ -30,6 +30,7 @@ def _error(status: int, causes: list[dict[str, Any]] | None = None) -> ApiError:
     [
         (403, [{"reason": "NodeCapacity", "message": "cpu"}], Outcome.INFEASIBLE),
         (403, [{"type": "NodeCapacity"}], Outcome.INFEASIBLE),
+        (403, [{"type": "UnsupportedPlatform", "message": "windows"}], Outcome.INFEASIBLE),
         (403, [{"reason": "FieldValueForbidden"}], Outcome.REJECTED),
         (403, None, Outcome.REJECTED),
         (422, [{"reason": "FieldValueInvalid", "field": "spec.containers[0].resources"}], Outcome.REJECTED),
@@ -43,6 +44,7 @@ def _error(status: int, causes: list[dict[str, Any]] | None = None) -> ApiError:
     ids=[
         "403-node-capacity",
         "403-node-capacity-as-type",
+        "403-unsupported-platform",
         "403-other-cause",
         "403-no-cause",
         "422-invalid",
