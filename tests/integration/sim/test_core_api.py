@@ -174,6 +174,19 @@ async def test_expired_continue_token_is_410(cluster: SimCluster, api: client.Ap
     assert _status(err.value)["reason"] == "Expired"
 
 
+async def test_continue_token_outlives_the_watch_history(cluster: SimCluster, api: client.ApiClient) -> None:
+    """A continue token stays valid until compaction, as kube-apiserver's, however many changes push the
+    resource's watch history past the token's resourceVersion."""
+    for i in range(5):
+        await cluster.store.create("configmaps", {"metadata": {"name": f"cm-{i}", "namespace": "default"}})
+    core = client.CoreV1Api(api)
+    page = await core.list_namespaced_config_map("default", limit=2)
+    for i in range(cluster.store.history_size + 5):
+        await cluster.store.patch("configmaps", "default", "cm-4", "merge", {"data": {"n": str(i)}})
+    rest = await core.list_namespaced_config_map("default", limit=10, _continue=page.metadata._continue)
+    assert [o.metadata.name for o in rest.items] == ["cm-2", "cm-3", "cm-4"]
+
+
 async def test_label_and_field_selectors(cluster: SimCluster, api: client.ApiClient) -> None:
     store = cluster.store
     for name, labels, node, phase in [
@@ -540,6 +553,12 @@ async def test_discovery_and_misc_errors(http: aiohttp.ClientSession) -> None:
         "/api/v1/namespaces/default/configmaps/x", data=b"{}", headers={"Content-Type": "text/plain"}
     ) as r:
         assert r.status == 415
+    # A body without a Content-Type (`kubectl create --raw -f -`) is read as JSON, as kube-apiserver does.
+    body = b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"raw"}}'
+    async with http.post("/api/v1/namespaces/default/configmaps", data=body,
+                         skip_auto_headers=["Content-Type"]) as r:
+        assert r.status == 201, await r.text()
+        assert (await r.json())["metadata"]["name"] == "raw"
     async with http.request("OPTIONS", "/api/v1/namespaces/default/configmaps/x") as r:
         assert r.status == 405
         assert (await r.json())["reason"] == "MethodNotAllowed"

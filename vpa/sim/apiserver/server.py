@@ -46,7 +46,7 @@ from typing import Any, Literal, cast
 
 import orjson
 import yaml
-from aiohttp import web
+from aiohttp import hdrs, web
 
 from vpa.sim.apiserver import protobuf, tables, views
 from vpa.sim.apiserver.compression import compress_large_responses
@@ -553,7 +553,9 @@ class ApiServer:
         raw = await request.read()
         if not raw:
             return None
-        ctype = request.content_type
+        # aiohttp reports a missing Content-Type as application/octet-stream; kube-apiserver reads such a
+        # body (`kubectl create --raw -f -` sends none) as JSON.
+        ctype = request.content_type if hdrs.CONTENT_TYPE in request.headers else ""
         if ctype == protobuf.PROTOBUF:
             try:
                 return protobuf.decode(raw)

@@ -1510,7 +1510,9 @@ class ObjectStore:
             last = (str(data["ns"]), str(data["name"]))
         except (ValueError, KeyError, TypeError, orjson.JSONDecodeError) as exc:
             raise ApiError(400, "BadRequest", f"invalid continue token: {exc}") from exc
-        if rv < self.compacted_for(resource):
+        # Valid until compaction, as kube-apiserver's (etcd keeps the revision); a resource's watch history
+        # running out bounds watches only.
+        if rv < self.compacted_rv:
             raise ApiError(
                 410,
                 "Expired",
