@@ -103,7 +103,6 @@ from benchmarks.control_plane import (
     settle_cluster,
 )
 from benchmarks.witness import MAIN, Sample, ThreadWitness, Window, around, windows
-from vpa.aio.pacing import DEFER_PASS_MAX_S
 from vpa.components.webhook import SERVING_THREAD
 
 TARGET_RECOMMENDED_S = 60.0
@@ -302,21 +301,6 @@ class WebhookProbe:
             self._proc.terminate()
 
 
-def _giving_way(before: str, after: str) -> str:
-    """How often and how long the main thread blocked for reviews under way between two scrapes
-    (`pacing.Deference`)."""
-    times = _metric(after, "vpa_admission_controller_main_thread_yields_total") - _metric(
-        before, "vpa_admission_controller_main_thread_yields_total")
-    seconds = _metric(after, "vpa_admission_controller_main_thread_yield_seconds_total") - _metric(
-        before, "vpa_admission_controller_main_thread_yield_seconds_total")
-    noticed = _metric(after, "vpa_admission_controller_arrivals_signalled_total") - _metric(
-        before, "vpa_admission_controller_arrivals_signalled_total")
-    skipped = _metric(after, "vpa_admission_controller_main_thread_yields_cut_short_total") - _metric(
-        before, "vpa_admission_controller_main_thread_yields_cut_short_total")
-    return (f"{times:.0f} times, {seconds:.2f} s in all; {noticed:.0f} reviews noticed from SIGIO; "
-            f"{skipped:.0f} times not (the loop pass had given way its {DEFER_PASS_MAX_S * 1000:g} ms)")
-
-
 LAG_BUCKET = "vpa_event_loop_lag_seconds_bucket"
 _LE = re.compile(rf'^{LAG_BUCKET}{{le="([^"]+)"}} ([0-9.e+-]+)$', re.MULTILINE)
 
@@ -502,7 +486,6 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
                                     during_first)
             metrics_text = await scrape()
             lag_first = _lag_window(at_ready, metrics_text)
-            yields_first = _giving_way(at_ready, metrics_text)
             stall_first = _metric(metrics_text, "vpa_event_loop_lag_max_seconds") * 1000
             throttled = _metric(metrics_text, "rest_client_requests_total", 'code="429"')
             requests_first = _metric(metrics_text, "rest_client_requests_total")
@@ -612,7 +595,6 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
             unchanged_n = {cache: _metric(relist_text, "vpa_watch_cache_events_total", labels)
                     - _metric(before_relist, "vpa_watch_cache_events_total", labels)
                     for cache, labels in unchanged.items()}
-            yields_relist = _giving_way(before_relist, text["t"])
             rss_now = _proc_status_mib(run_proc.pid, "VmRSS")
             rss_peak = _proc_status_mib(run_proc.pid, "VmHWM")
             if stalls_out is not None:
@@ -638,7 +620,6 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
             ("webhook during the first loop (c=1)",
              f"p99 {during_first['p99']:.1f} ms",
              _webhook_detail(during_first)),
-            ("main thread gave way to the webhook", "first loop", yields_first),
             ("CPU used from start to the first loop's end", "by process", cpu_first),
             ("steady loop", f"{loop_s:.1f} s", f"UpdateVPAs {statuses:.1f} s; interval 60 s"),
             ("API requests per steady loop (whole process)", f"{sum(per_verb.values()):.0f}",
@@ -655,7 +636,6 @@ async def run(deployments: int, replicas: int, nodes: int, first_only: bool = Fa
             ("webhook during the relist (c=1)",
              f"p99 {during_relist['p99']:.1f} ms",
              _webhook_detail(during_relist)),
-            ("main thread gave way to the webhook", "relist", yields_relist),
             ("CPU used during the relist", "by process", cpu_relist),
             ("vpa run RSS", f"{rss_now:.0f} MiB", f"ready {rss_ready:.0f}, peak to the first loop's end "
              f"{rss_first:.0f}, peak {rss_peak:.0f} MiB; "

@@ -18,7 +18,6 @@ Must not: decide anything about requests (handlers do), or bind anything but the
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -77,10 +76,8 @@ class ConnectionGuard:
         limits: ConnectionLimits,
         drops: ConnectionDrops,
         name: str,
-        on_made: Callable[[asyncio.Transport], None] | None = None,
     ) -> None:
         self.limits = limits
-        self._on_made = on_made
         self.name = name
         self._drops = drops
         self._server = server
@@ -102,8 +99,6 @@ class ConnectionGuard:
             transport.abort()
             return
         self._made(handler, transport)
-        if self._on_made is not None:
-            self._on_made(transport)
         loop = asyncio.get_running_loop()
         self._deadlines[handler] = loop.call_later(
             self.limits.header_timeout_s, self._expire, handler, transport

@@ -48,12 +48,11 @@ import base64
 import dataclasses
 import functools
 import hashlib
-import ssl
 import threading
 import time
 from collections import Counter as Tally
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Container, Iterator, Mapping
+from collections.abc import Callable, Container, Mapping
 from pathlib import Path
 from typing import Any, Final, Literal, Protocol
 
@@ -61,12 +60,9 @@ import orjson
 import structlog
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge
-from prometheus_client.core import CounterMetricFamily, Metric
-from prometheus_client.registry import Collector
 
 from vpa.aio.cancelling import cancel_and_wait
-from vpa.aio.pacing import DEFERENCE, Slices
-from vpa.components.arrivals import Arrivals
+from vpa.aio.pacing import Slices
 from vpa.components.connections import (
     DEFAULT_LIMITS,
     ConnectionDrops,
@@ -139,28 +135,6 @@ class Targets(Protocol):
 # ------------------------------------------------------------------------------------------- metrics
 
 
-class _GivingWay(Collector):
-    """How often and how long the main thread gave way to a review under way (`pacing.Deference`)."""
-
-    def collect(self) -> Iterator[Metric]:
-        yield CounterMetricFamily(
-            "vpa_admission_controller_main_thread_yields",
-            "Times the main thread blocked, giving the GIL to an admission review under way on the webhook's "
-            "thread.", value=DEFERENCE.waits)
-        yield CounterMetricFamily(
-            "vpa_admission_controller_main_thread_yield_seconds",
-            "Seconds the main thread spent blocked giving the GIL to admission reviews under way.",
-            value=DEFERENCE.waited_s)
-        yield CounterMetricFamily(
-            "vpa_admission_controller_arrivals_signalled",
-            "Requests the main thread learned of from SIGIO on the webhook's sockets before the webhook's "
-            "thread read them (it gave way at once).", value=DEFERENCE.noticed)
-        yield CounterMetricFamily(
-            "vpa_admission_controller_main_thread_yields_cut_short",
-            "Times the main thread did not give way to a review under way because that pass of its event "
-            "loop had given way its most already.", value=DEFERENCE.cut_short)
-
-
 class AdmissionMetrics:
     """Upstream's admission-controller metrics (spec §6.2), series pre-created for the hot path."""
 
@@ -187,7 +161,6 @@ class AdmissionMetrics:
             LATENCY_BUCKETS,
             registry=registry,
         )
-        registry.register(_GivingWay())
         # Reviews any client can send (unhandled resources, pods that do not convert, our own failures):
         # counted by reason, logged at most once per reason every 10 s.
         self.notices = SampledLog(
@@ -838,7 +811,6 @@ class AdmissionController:
         self.serving = False
         self._runner: web.AppRunner | None = None
         self.serving_thread = LoopThread(SERVING_THREAD)
-        self.arrivals = Arrivals(DEFERENCE)
         self.stall_probe: StallProbe | None = None
         if ctx.settings.common.profiling:
             # Its loop waits whenever another thread holds the GIL: those waits count, with the main
@@ -947,8 +919,6 @@ class AdmissionController:
         # the main loop.
         if self.stall_probe is not None:
             self.stall_probe.also_sample["the main loop's thread"] = threading.get_ident()
-        # SIGIO from the webhook's sockets, handled on this (the main) thread: see `arrivals`.
-        self.arrivals.install()
         await self.serving_thread.spawn()
         try:
             self.port = await self.serving_thread.call(self._listen())
@@ -970,11 +940,6 @@ class AdmissionController:
         """On the serving thread's loop: the aiohttp runner and the guarded TLS site; the port bound."""
         assert self.tls is not None
         self.targets.open_own_client()
-        # The main thread gives way to a review from its first TLS read to its answer written
-        # (`pacing.Deference`).
-        self.tls.listening.sslobject_class = _DeferringSSLObject
-        if not self.server.app.frozen:
-            self.server.app.middlewares.append(_answered_first)
         if self.stall_probe is not None:
             self.stall_probe.start()
         runner = web.AppRunner(
@@ -991,7 +956,6 @@ class AdmissionController:
             self.connection_limits,
             self.drops,
             "admission-controller",
-            on_made=lambda transport: self.arrivals.watch(transport.get_extra_info("socket")),
         )
         site = GuardedSite(
             runner,
@@ -1004,8 +968,6 @@ class AdmissionController:
         await site.start()
         server = site._server
         sockets = getattr(server, "sockets", None) or []
-        for sock in sockets:
-            self.arrivals.watch(sock)
         return int(sockets[0].getsockname()[1]) if sockets else self.requested_port
 
     async def _close(self) -> None:
@@ -1013,7 +975,6 @@ class AdmissionController:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
-        DEFERENCE.disown()
         await self.targets.aclose()
         if self.stall_probe is not None:
             await self.stall_probe.stop()
@@ -1050,7 +1011,6 @@ class AdmissionController:
         if self.serving_thread.running:
             await self.serving_thread.call(self._close())
         await self.serving_thread.stop()
-        self.arrivals.close()
 
     async def run(self) -> None:
         try:
@@ -1058,42 +1018,6 @@ class AdmissionController:
             await _first_failure(self._tasks)
         finally:
             await asyncio.shield(self.stop())
-
-
-class _DeferringSSLObject(ssl.SSLObject):
-    """The webhook's TLS handshakes and reads: each tells the main thread's paced work to give way
-    (`pacing.Deference`) before OpenSSL gives the GIL away for it, so that the main thread does not take the
-    GIL back first and keep it; a read that finds no data withdraws that unless a review is under way."""
-
-    def do_handshake(self) -> None:
-        # Each step of a new connection's handshake (the client's next flight follows within a round
-        # trip): wanted until the first review's answer, or for at most the deference's wait after the
-        # last step (a handshake never finished holds nothing).
-        DEFERENCE.wanted()
-        super().do_handshake()
-
-    def read(self, *args: Any, **kwargs: Any) -> Any:
-        DEFERENCE.wanted()
-        try:
-            return super().read(*args, **kwargs)
-        except ssl.SSLWantReadError:
-            DEFERENCE.unwanted()
-            raise
-
-
-@web.middleware
-async def _answered_first(
-    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
-) -> web.StreamResponse:
-    """A review, until its answer is written, is work the main thread's paced tasks give way to."""
-    DEFERENCE.enter()
-    try:
-        response = await handler(request)
-        await response.prepare(request)
-        await response.write_eof()  # aiohttp's own prepare and write_eof after this are no-ops
-        return response
-    finally:
-        DEFERENCE.leave()
 
 
 async def _first_failure(tasks: list[asyncio.Task[None]]) -> None:

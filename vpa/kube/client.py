@@ -31,7 +31,7 @@ from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
 from yarl import URL
 
-from vpa.aio.pacing import DEFERENCE, turn
+from vpa.aio.pacing import turn
 from vpa.kube.ratelimiting import ServerPacing, TokenBucket
 from vpa.model.clock import Clock
 
@@ -317,16 +317,14 @@ def env_proxy(host: str) -> tuple[str | None, aiohttp.BasicAuth | None]:
 
 
 async def _read_chunks(resp: aiohttp.ClientResponse) -> list[bytes]:
-    """The whole body as the chunks it was read in, `STREAM_CHUNK_BYTES` at a time, with the event loop (and
-    the webhook's thread, `DEFERENCE`) given a turn between chunks. aiohttp's `read()` drains what is
-    already buffered in one go: a LIST page of 500 pods (4 MiB) that arrived while the previous one was
-    parsed held the loop up to 31 ms in a relist (`/debug/stalls`). A body of one chunk costs no turn.
-    The chunks are not joined here: a caller that parses as it goes (`PagedList`) never needs the page in
-    one object (a fresh 4 MiB object is a thousand page faults, about 10 ms on the benchmark's VM)."""
+    """The whole body as the chunks it was read in, `STREAM_CHUNK_BYTES` at a time, with the event loop
+    given a turn between chunks: aiohttp's `read()` drains what is already buffered in one go, and a LIST
+    page that arrived while the previous one was parsed would hold the loop for all of it. A body of one
+    chunk costs no turn. The chunks are not joined here: a caller that parses as it goes (`PagedList`)
+    never needs the page in one object (a fresh large object costs a page fault per page)."""
     chunks: list[bytes] = []
     async for chunk in resp.content.iter_chunked(STREAM_CHUNK_BYTES):
         if chunks:
-            DEFERENCE.defer()
             await turn()
         chunks.append(chunk)
     return chunks
@@ -508,7 +506,6 @@ class KubeClient:
         content_type: str | None,
         timeout_s: float,
     ) -> tuple[int, list[bytes], Mapping[str, str]]:
-        DEFERENCE.defer()  # a burst of requests gives the GIL to the admission webhook's thread between them
         pacing = self.pacing if self.pacing.active else None
         if pacing is None:
             await self._limiter.acquire()
@@ -732,7 +729,6 @@ class KubeClient:
                     retry_after = error.retry_after_s
                     raise error
                 async for chunk in resp.content.iter_chunked(STREAM_CHUNK_BYTES):
-                    DEFERENCE.defer()
                     yield chunk
         except (aiohttp.ClientError, TimeoutError) as exc:
             if self._on_request is not None and status == 0:
