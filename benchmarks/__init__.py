@@ -23,8 +23,9 @@ import asyncio
 import dataclasses
 import logging
 import os
+import threading
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -32,7 +33,6 @@ import structlog
 import uvloop
 
 from vpa.aio.cancelling import cancel_and_wait
-from vpa.components.stallprobe import open_schedstat, open_stat, run_delay_s, steal_s
 
 T = TypeVar("T")
 
@@ -47,6 +47,53 @@ def quiet_logs(level: int = logging.WARNING) -> None:
 def run_loop(main: Coroutine[Any, Any, T]) -> T:
     """Run `main` to completion on a fresh uvloop event loop, as `vpa run` runs the process."""
     return uvloop.run(main)
+
+
+def open_schedstat() -> int | None:
+    """A descriptor of the calling thread's scheduler statistics (`/proc/self/task/<tid>/schedstat`: CPU
+    time, run-queue wait, times run), readable from any thread, or None where the kernel keeps none."""
+    return _opened(f"/proc/self/task/{threading.get_native_id()}/schedstat", run_delay_s)
+
+
+def run_delay_s(fd: int | None) -> float | None:
+    """That thread's total time spent runnable but waiting for a CPU (seconds; schedstat's second field), or
+    None."""
+    if fd is None:
+        return None
+    try:
+        return int(os.pread(fd, 128, 0).split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+_TICK_S = 1.0 / (os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100)
+
+
+def open_stat() -> int | None:
+    """A descriptor of `/proc/stat` whose `cpu` line has a steal value, or None (not Linux, too old)."""
+    return _opened("/proc/stat", steal_s)
+
+
+def _opened(path: str, read: Callable[[int], float | None]) -> int | None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    if read(fd) is None:
+        os.close(fd)
+        return None
+    return fd
+
+
+def steal_s(fd: int | None) -> float | None:
+    """The machine's CPUs' total steal time so far (seconds, summed over CPUs), or None."""
+    if fd is None:
+        return None
+    try:
+        first = os.pread(fd, 256, 0).split(b"\n", 1)[0].split()
+        return int(first[8]) * _TICK_S if first[0] == b"cpu" else None
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def steal_now() -> float | None:

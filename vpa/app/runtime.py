@@ -27,7 +27,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from prometheus_client import (
@@ -44,7 +44,6 @@ from vpa.aio.heap import HeapKeeper
 from vpa.components import health
 from vpa.components.context import ComponentContext
 from vpa.components.loop_thread import start_default_executor
-from vpa.components.stallprobe import StallProbe
 from vpa.kube import converting
 from vpa.kube.client import ClientOptions, KubeClient, api_path
 from vpa.kube.clocking import SimClock
@@ -57,6 +56,9 @@ from vpa.model.clock import Clock, RealClock
 from vpa.model.pod import PodView
 from vpa.model.settings import LeaderElectionSettings, RunSettings, StartupError
 from vpa.model.vpa import VpaView
+
+if TYPE_CHECKING:
+    from vpa.debug.stalls import StallProbe
 
 log = structlog.get_logger(__name__)
 
@@ -184,6 +186,8 @@ class Runtime:
         caches = self.caches
         self.health_state.add_readiness("watch-caches", caches.synced)
         if s.common.profiling:
+            from vpa.debug.stalls import StallProbe  # loaded only when asked for: production runs without it
+
             self._stall_probe = StallProbe()
         self.health_server = health.HealthServer(
             self.health_state, self.registry, address=s.address, profiling=s.common.profiling,

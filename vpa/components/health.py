@@ -6,8 +6,8 @@ formatted and compressed in a worker thread, so every collector must be safe to 
 `/readyz` (readiness: every registered readiness check passes, e.g. watch caches synced), the upstream
 path `/health-check` (same as `/healthz`, so probes written for upstream keep working), `/livez`, and with
 `--profiling` a `/debug/tasks` dump of asyncio tasks and `/debug/stalls` (the longest event-loop stalls
-and the code that ran in them, from `vpa.components.stallprobe`: the main loop's, then those of the other
-loops registered in `HealthState.stall_reports`, the webhook's; `?reset=1` forgets what it reported); plus
+and the code that ran in them, from the report the composition root passes in, `vpa.debug.stalls`;
+`?reset=1` forgets what it reported); plus
 `LoopLagMonitor`, which measures how late the event loop wakes a sleeper and exports it as
 `vpa_event_loop_lag_seconds`; and
 `UnsuffixedCounter`, a counter exposed under its exact name (upstream's Go counters such as
@@ -236,9 +236,6 @@ class HealthState:
         self._readiness: dict[str, Callable[[], bool]] = {}
         self._activity: dict[str, _ActivityCheck] = {}
         self._shutting_down = False
-        self.stall_reports: dict[str, Callable[[bool], str]] = {}
-        """Stall reports of event loops besides the main one (`--profiling`: the webhook's), by loop name;
-        `/debug/stalls` appends them (the argument: forget what was reported, `?reset=1`)."""
 
     def add_readiness(self, name: str, check: Callable[[], bool]) -> None:
         self._readiness[name] = check
@@ -332,9 +329,8 @@ def build_app(
     """The aiohttp application; `serve()` runs it, tests can use it with aiohttp's test client."""
 
     async def metrics(request: web.Request) -> web.Response:
-        # Collection, formatting and compression (10-25 ms of CPU per scrape at 50,000 pods on a loaded
-        # machine, measured with /debug/stalls; the collection alone held the loop up to 10 ms) run in a
-        # worker thread, which hands the interpreter back to the loop at least every switch interval.
+        # Collection, formatting and compression of a large cluster's series is long CPU work: it runs in
+        # a worker thread, which hands the interpreter back to the loop at least every switch interval.
         headers = {"Content-Type": CONTENT_TYPE_LATEST}
         gzipped = accepts_gzip(request.headers.get("Accept-Encoding", ""))
         if gzipped:
@@ -370,10 +366,7 @@ def build_app(
             async def stall_report(request: web.Request) -> web.Response:
                 # `?reset=1`: the next report covers only what follows (a benchmark's windows, one by one).
                 reset = request.query.get("reset", "") in ("1", "true")
-                text = report(reset)
-                for name, other in sorted(state.stall_reports.items()):
-                    text += f"\n\n=== the {name} event loop\n{other(reset)}"
-                return web.Response(text=text)
+                return web.Response(text=report(reset))
 
             app.router.add_get("/debug/stalls", stall_report)
     return app

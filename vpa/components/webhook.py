@@ -48,7 +48,6 @@ import base64
 import dataclasses
 import functools
 import hashlib
-import threading
 import time
 from collections import Counter as Tally
 from collections import OrderedDict
@@ -75,7 +74,6 @@ from vpa.components.context import ComponentContext
 from vpa.components.health import LoopHistogram
 from vpa.components.loop_thread import LoopThread
 from vpa.components.sampled_log import SampledLog
-from vpa.components.stallprobe import StallProbe
 from vpa.components.webhook_targets import AdmissionTargets
 from vpa.kube import certificates as certs
 from vpa.kube import webhookregistering as registering
@@ -811,12 +809,6 @@ class AdmissionController:
         self.serving = False
         self._runner: web.AppRunner | None = None
         self.serving_thread = LoopThread(SERVING_THREAD)
-        self.stall_probe: StallProbe | None = None
-        if ctx.settings.common.profiling:
-            # Its loop waits whenever another thread holds the GIL: those waits count, with the main
-            # thread's stack beside them (`also_sample`, set when the thread starts).
-            self.stall_probe = StallProbe(count_waiting=True)
-            ctx.health.stall_reports["admission webhook's"] = self.stall_probe.render
         self._tasks: list[asyncio.Task[None]] = []
 
     # ---- TLS material
@@ -917,8 +909,6 @@ class AdmissionController:
         # recommender's or the watch caches' work on the main loop. The few API reads the admission path
         # makes (owners and selectors of workloads) go through a client of that loop; its Events go back to
         # the main loop.
-        if self.stall_probe is not None:
-            self.stall_probe.also_sample["the main loop's thread"] = threading.get_ident()
         await self.serving_thread.spawn()
         try:
             self.port = await self.serving_thread.call(self._listen())
@@ -940,8 +930,6 @@ class AdmissionController:
         """On the serving thread's loop: the aiohttp runner and the guarded TLS site; the port bound."""
         assert self.tls is not None
         self.targets.open_own_client()
-        if self.stall_probe is not None:
-            self.stall_probe.start()
         runner = web.AppRunner(
             self.server.app,
             access_log=None,
@@ -976,8 +964,6 @@ class AdmissionController:
             await self._runner.cleanup()
             self._runner = None
         await self.targets.aclose()
-        if self.stall_probe is not None:
-            await self.stall_probe.stop()
 
     async def _watch_silence(self) -> None:
         """Warn once when pods appeared in VPA namespaces but no review arrived for a whole check interval;

@@ -16,7 +16,7 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from vpa.components import health
-from vpa.components.stallprobe import StallProbe
+from vpa.debug.stalls import StallProbe
 from vpa.model.clock import VirtualClock
 
 
