@@ -2,7 +2,7 @@
 
 Owns: `LoopThread` (starts a thread running a fresh uvloop loop, without blocking the caller's loop with
 `spawn()`, runs coroutines on it from another loop, stops it and joins the thread; the thread carries its
-name in the kernel too (`name_os_thread`), where `top -H`, `ps -L` and a benchmark's witness read it) and
+name in the kernel too (`name_os_thread`), where `top -H` and `ps -L` read it) and
 `on_loop` (awaits a coroutine on a given loop from whichever loop the caller runs on: how the main loop
 starts and stops what runs on the webhook's thread), and `start_default_executor` (the main loop's worker
 threads, started before the loop has anything else to do).
