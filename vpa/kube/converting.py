@@ -22,7 +22,6 @@ from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any, Final, TypeVar
 
-from vpa.aio.shards import ShardedDict
 from vpa.model import annotations as ann
 from vpa.model import quantity
 from vpa.model.event import EventView
@@ -86,11 +85,9 @@ class Interner:
         self._owners: dict[tuple[str, str, str, str, bool], OwnerRef] = {}
         self._containers: dict[tuple[object, ...], ContainerView] = {}
         self._container_tuples: dict[tuple[object, ...], tuple[ContainerView, ...]] = {}
-        # Not the interpreter's table of interned strings (`sys.intern`): holding each workload's names, uids
-        # and label values at 10,000 Deployments, it grew by copying itself whole in single `sys.intern`
-        # calls, 10-18 ms each during `run_scale`'s initial LIST. Sharded (`vpa.aio.shards`), no table is
-        # large.
-        self._texts: ShardedDict[str, str] = ShardedDict()
+        # Not the interpreter's table of interned strings (`sys.intern`), which also holds every identifier of
+        # the modules imported and is never cleared: a table of our own is bounded with the rest (`clear`).
+        self._texts: dict[str, str] = {}
         self._size = 0
 
     def __len__(self) -> int:
@@ -105,7 +102,7 @@ class Interner:
             self._owners,
             self._containers,
             self._container_tuples,
-            *self._texts.shards,
+            self._texts,
         )
         for table in tables:
             table.clear()
@@ -118,9 +115,9 @@ class Interner:
 
     def text(self, value: str) -> str:
         """One shared copy of a string that recurs across objects of many workloads (an owner's name and
-        uid, a label's value, a `generateName`): what `sys.intern` would share, in this interner's sharded
+        uid, a label's value, a `generateName`): what `sys.intern` would share, in this interner's own
         table rather than in the interpreter's one table of interned strings."""
-        table = self._texts.shard(value)
+        table = self._texts
         shared = table.get(value)
         if shared is None:
             shared = table[value] = value

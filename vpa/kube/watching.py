@@ -34,7 +34,6 @@ import structlog
 
 from vpa.aio.cancelling import cancel_and_wait
 from vpa.aio.pacing import Slices
-from vpa.aio.shards import ShardedDict, ShardedSet, add_in
 from vpa.kube.client import ApiError, Gone, KubeClient, Query
 from vpa.kube.paging import PagedList
 from vpa.model.clock import Clock, RealClock
@@ -106,9 +105,6 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-_Bucket = set[Key] | ShardedSet[Key]
-
-
 def _as_dict(value: object) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
@@ -173,14 +169,11 @@ class WatchCache(Generic[T]):
         self._observer = observer
         self._rng = rng or random.Random()
 
-        # One table of (resourceVersion, object, key), not two, and spread over `SHARDS` dicts: a dict
-        # growing past 43,690 keys (the initial LIST of 50,000 pods) allocates and faults in a new table in
-        # one C call, 10-13 ms in a large process on a virtual machine, and two dicts of the same keys grew
-        # in the same call (a 22 ms stall). The key is kept in its entry so that a relist can note the
-        # objects it saw by the cache's own key objects (`_list`).
-        self._entries: ShardedDict[Key, tuple[str, T, Key]] = ShardedDict()
+        # One table of (resourceVersion, object, key), not two. The key is kept in its entry so that a relist
+        # can note the objects it saw by the cache's own key objects (`_list`).
+        self._entries: dict[Key, tuple[str, T, Key]] = {}
         self._indexers: dict[str, Callable[[T], Iterable[str]]] = {}
-        self._indices: dict[str, dict[str, _Bucket]] = {}
+        self._indices: dict[str, dict[str, set[Key]]] = {}
         self._on_add: list[Callable[[T], None]] = []
         self._on_update: list[Callable[[T, T], None]] = []
         self._on_delete: list[Callable[[T], None]] = []
@@ -337,7 +330,7 @@ class WatchCache(Generic[T]):
 
     # ------------------------------------------------------------------------------------------ LIST
 
-    async def _list(self) -> tuple[ShardedSet[Key], str]:
+    async def _list(self) -> tuple[set[Key], str]:
         """A paged LIST (`PagedList`: parsed an item at a time, paced, the next page downloading meanwhile)
         applied to the cache as it is parsed: each object applied at once (`_upsert`: added, updated, or
         dropped when the cache already holds its resourceVersion). Returns the keys the LIST held (the caller
@@ -350,7 +343,7 @@ class WatchCache(Generic[T]):
         The keys seen are the cache's own key objects (each entry keeps its key), not those just parsed: a
         set of 50,000 parsed keys (a tuple and a name each, owned by nothing else once their objects were
         dropped) was freed in one piece when a relist ended, 13 ms of the loop in `benchmarks.watch_cache`."""
-        seen: ShardedSet[Key] = ShardedSet()  # sharded as the cache is: a set of 50,000 grows in one step too
+        seen: set[Key] = set()
         unchanged = 0
 
         def restarted() -> None:
@@ -445,7 +438,7 @@ class WatchCache(Generic[T]):
         """Apply one object, LISTed or from an ADDED/MODIFIED event: add it, replace an older version (telling
         handlers), or keep what the cache holds when its resourceVersion is the same (the new copy is dropped
         at once). Returns the key object the cache keeps for it."""
-        entries = self._entries.shard(key)
+        entries = self._entries
         entry = entries.get(key)
         if entry is None:
             entries[key] = (rv, value, key)
@@ -461,7 +454,7 @@ class WatchCache(Generic[T]):
             self._deliver_update(old, value)
         return kept
 
-    async def _delete_unseen(self, seen: ShardedSet[Key]) -> None:
+    async def _delete_unseen(self, seen: set[Key]) -> None:
         """Make the cache equal to the LIST that just ended: delete (telling handlers) what it did not hold,
         in slices of `slice_s`. Together with `_upsert` during the LIST this replaces the cache, each change
         applied whole, so a reader between slices sees a cache some of whose objects are newer, as between
@@ -470,7 +463,7 @@ class WatchCache(Generic[T]):
         if len(entries) == len(seen):
             return  # every cached key was LISTed (`seen` only holds keys now in the cache)
         slices = Slices(self._slice_s)
-        gone = entries.keys_not_in(seen)
+        gone = [key for key in entries if key not in seen]
         for key in gone:
             entry = entries.pop(key, None)
             if entry is None:
@@ -602,7 +595,7 @@ class WatchCache(Generic[T]):
     def _file(self, name: str, key_fn: Callable[[T], Iterable[str]], key: Key, obj: T) -> None:
         index = self._indices[name]
         for value in key_fn(obj):
-            add_in(index, value, key)  # a bucket of thousands (the updater's boosted pods) is sharded
+            index.setdefault(value, set()).add(key)
 
     def _index_remove(self, key: Key, obj: T) -> None:
         for name, key_fn in self._indexers.items():

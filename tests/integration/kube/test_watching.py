@@ -9,8 +9,6 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from vpa.aio import shards
-from vpa.aio.shards import ShardedSet
 from vpa.kube.client import KubeClient
 from vpa.kube.watching import WatchCache
 from vpa.model.clock import VirtualClock
@@ -291,27 +289,22 @@ async def test_indexes_follow_updates_and_deletes(
             cache.add_index("app", lambda cm: [cm.app])
 
 
-async def test_a_large_index_bucket_is_sharded_and_still_answers(
-    cluster: SimCluster, client: KubeClient, clock: VirtualClock, monkeypatch: pytest.MonkeyPatch
+async def test_index_buckets_follow_updates_and_deletes(
+    cluster: SimCluster, client: KubeClient, clock: VirtualClock
 ) -> None:
-    """A bucket that reaches `vpa.aio.shards.SHARD_AT` keys (lowered to 3 here; 512 in production, a rollout
-    of thousands of pods) becomes a sharded set: lookups, updates that move an object out, deletes down to
-    nothing (the bucket dropped) all behave as before; a small bucket stays a plain set."""
-    monkeypatch.setattr(shards, "SHARD_AT", 3)
+    """Index buckets, built as objects arrive or from the cache when the index is added later, answer
+    lookups, follow an update that moves an object out, and are dropped once deletes empty them."""
     for name in ("one", "two", "three", "four"):
         await put_cm(cluster, "ns-a", name, app="web")
     await put_cm(cluster, "ns-b", "five", app="db")
     cache = cm_cache(client, clock)
     cache.add_index("app", lambda cm: [cm.app])
     async with running(cache):
-        cache.add_index("namespace", lambda cm: [cm.namespace])  # built from the cache: sharded as it fills
+        cache.add_index("namespace", lambda cm: [cm.namespace])  # built from the cache
 
         def names(index: str, value: str) -> set[str]:
             return {cm.name for cm in cache.by_index(index, value)}
 
-        for index in ("app", "namespace"):
-            assert isinstance(cache._indices[index]["web" if index == "app" else "ns-a"], ShardedSet)
-        assert type(cache._indices["namespace"]["ns-b"]) is set
         assert names("app", "web") == names("namespace", "ns-a") == {"one", "two", "three", "four"}
         await put_cm(cluster, "ns-a", "two", app="db")
         await eventually(lambda: names("app", "db") == {"two", "five"}, what="re-indexed update")
@@ -319,7 +312,7 @@ async def test_a_large_index_bucket_is_sharded_and_still_answers(
         for name in ("one", "two", "three", "four"):
             await delete_cm(cluster, "ns-a", name)
         await eventually(lambda: not names("namespace", "ns-a"), what="deletes")
-        assert "ns-a" not in cache.index_values("namespace")  # the emptied sharded bucket is dropped
+        assert "ns-a" not in cache.index_values("namespace")  # the emptied bucket is dropped
         assert "web" not in cache.index_values("app")
 
 

@@ -313,16 +313,14 @@ def test_interner_is_bounded() -> None:
 
 
 def test_recurring_strings_are_shared_outside_the_interpreters_table() -> None:
-    """A workload's names, uids and label values are shared through the interner's own tables, none of
-    them holding more than a small share (the interpreter's one table grew by copying itself whole, 10-18
-    ms in one `sys.intern` call at 10,000 Deployments), and counted toward its bound."""
+    """A workload's names, uids and label values are shared through the interner's own table (not the
+    interpreter's, which is never cleared), and counted toward its bound."""
     interner = Interner()
     words = [f"web-{n}-7d9f{n:04x}" for n in range(6400)]
     shared = [interner.text(word) for word in words]
     again = [interner.text("".join(["web-", word[4:]])) for word in words]  # equal, not the same object
     assert all(a is b for a, b in zip(shared, again, strict=True))
     assert len(interner) == len(words)
-    assert max(len(table) for table in interner._texts.shards) < len(words) // 16
     pod = pod_from_dict(make_pod("web-1", app="cart", template_hash="5f6c9"), interner=interner)
     assert pod.owner is not None
     texts = set(interner._texts)

@@ -15,9 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Collection, Generator, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Final, Protocol, TypeAlias, TypeVar
+from typing import Final, Protocol, TypeVar
 
-from vpa.aio.shards import ShardedDict, file_in
 from vpa.logic.recommender.aggregation import (
     AggregateContainerState,
     AggregationConfig,
@@ -28,9 +27,6 @@ from vpa.model.resources import Resources
 from vpa.model.vpa import UpdateMode, VpaView
 
 T = TypeVar("T")
-K = TypeVar("K")
-V = TypeVar("V")
-_Table: TypeAlias = dict[K, V] | ShardedDict[K, V]
 INACTIVE_POD_PHASES: Final = frozenset({"Succeeded", "Failed"})
 AGGREGATE_GC_INTERVAL_S: Final = 3600.0  # upstream collects aggregates at most once an hour
 GC_STEP: Final = 256  # aggregates (or label sets) garbage collection handles between two of its steps
@@ -176,14 +172,12 @@ class ClusterState:
 
     def __init__(self, config: AggregationConfig) -> None:
         self.config = config
-        self._pods: ShardedDict[PodId, _Pod] = ShardedDict()  # 50,000 pods: no dict growing in one step
-        # Per namespace and per label set: a few entries for most keys, 50,000 pods for a big namespace's
-        # (sharded past `SHARD_AT` by `file_in`, so that no insertion grows one large dict).
-        self._pods_by_namespace: dict[str, _Table[PodId, _Pod]] = {}
-        self._pods_by_labels: dict[tuple[str, LabelSet], _Table[PodId, _Pod]] = {}
-        # One aggregate per container name and label set: 50,000 at 10,000 VPAs of five containers.
-        self._aggregates: ShardedDict[AggregateStateKey, AggregateContainerState] = ShardedDict()
-        self._aggregates_by_namespace: dict[str, _Table[AggregateStateKey, AggregateContainerState]] = {}
+        self._pods: dict[PodId, _Pod] = {}
+        self._pods_by_namespace: dict[str, dict[PodId, _Pod]] = {}
+        self._pods_by_labels: dict[tuple[str, LabelSet], dict[PodId, _Pod]] = {}
+        # One aggregate per container name and label set.
+        self._aggregates: dict[AggregateStateKey, AggregateContainerState] = {}
+        self._aggregates_by_namespace: dict[str, dict[AggregateStateKey, AggregateContainerState]] = {}
         self._vpas: dict[tuple[str, str], _Vpa] = {}
         self._vpas_by_namespace: dict[str, _NamespaceVpas] = {}
         self._vpas_added = 0
@@ -195,7 +189,7 @@ class ClusterState:
     # --- read-only views -------------------------------------------------------------------------------
 
     @property
-    def aggregates(self) -> ShardedDict[AggregateStateKey, AggregateContainerState]:
+    def aggregates(self) -> dict[AggregateStateKey, AggregateContainerState]:
         return self._aggregates
 
     def pod_ids(self) -> Iterator[PodId]:
@@ -223,15 +217,15 @@ class ClusterState:
         if pod is None:
             pod = _Pod(pod_id, label_set, dict(labels), phase)
             self._pods[pod_id] = pod
-            file_in(self._pods_by_namespace, pod_id.namespace, pod_id, pod)
-            file_in(self._pods_by_labels, (pod_id.namespace, label_set), pod_id, pod)
+            self._pods_by_namespace.setdefault(pod_id.namespace, {})[pod_id] = pod
+            self._pods_by_labels.setdefault((pod_id.namespace, label_set), {})[pod_id] = pod
             self._count_pod(pod, +1)
         elif pod.labels != label_set:
             self._count_pod(pod, -1)
             self._unlink_labels(pod)
             pod.labels = label_set
             pod.label_map = dict(labels)
-            file_in(self._pods_by_labels, (pod_id.namespace, label_set), pod_id, pod)
+            self._pods_by_labels.setdefault((pod_id.namespace, label_set), {})[pod_id] = pod
             for container_name in pod.containers:
                 self._find_or_create_aggregate(self._key(pod, container_name), now)
             self._count_pod(pod, +1)
@@ -568,7 +562,7 @@ class ClusterState:
         if aggregate is None:
             aggregate = AggregateContainerState(self.config, now)
             self._aggregates[key] = aggregate
-            file_in(self._aggregates_by_namespace, key.namespace, key, aggregate)
+            self._aggregates_by_namespace.setdefault(key.namespace, {})[key] = aggregate
             namespace_vpas = self._vpas_by_namespace.get(key.namespace)
             if namespace_vpas is not None:
                 for vpa in namespace_vpas.matching(key.label_map()):

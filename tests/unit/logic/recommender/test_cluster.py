@@ -7,8 +7,6 @@ from collections.abc import Generator
 
 import pytest
 
-from vpa.aio import shards
-from vpa.aio.shards import ShardedDict
 from vpa.logic.recommender.aggregation import AggregationConfig
 from vpa.logic.recommender.checkpointing import (
     MAX_IN_PROGRESS_PEAKS,
@@ -368,20 +366,14 @@ def test_a_container_killed_before_its_first_cpu_sample_gets_memory_only(
         assert app.target.memory_bytes >= 116 * MIB
 
 
-def test_a_namespace_past_the_shard_bound_links_counts_and_forgets_as_before(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """A namespace's pods, a label set's pods and a namespace's aggregates are sharded past
-    `vpa.aio.shards.SHARD_AT` (lowered to 3 here; 512 in production): VPAs created before and after still
-    count and link them, label changes and deletes still move them, and an emptied table is dropped."""
-    monkeypatch.setattr(shards, "SHARD_AT", 3)
+def test_a_namespace_of_many_pods_links_counts_and_forgets() -> None:
+    """A namespace's pods, a label set's pods and a namespace's aggregates: VPAs created before and after
+    count and link them, label changes and deletes move them, and an emptied table is dropped."""
     cluster = ClusterState(AggregationConfig())
     cluster.add_or_update_vpa(VpaView(namespace="default", name="web"), WEB)
     containers = ("app", "sidecar", "proxy")
     pods = [_pod(cluster, f"web-{i}", {"app": "web"}, containers=containers) for i in range(5)]
     pods += [_pod(cluster, f"db-{i}", {"app": "db", "shard": str(i)}) for i in range(4)]
-    assert isinstance(cluster._pods_by_namespace["default"], ShardedDict)
-    assert isinstance(cluster._aggregates_by_namespace["default"], ShardedDict)
     assert cluster.matching_pod_count("default", "web") == 5
     cluster.add_or_update_vpa(VpaView(namespace="default", name="later"), WEB)
     assert cluster.matching_pod_count("default", "later") == 5
