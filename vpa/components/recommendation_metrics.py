@@ -35,7 +35,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
-from vpa.aio.pacing import Slices
+from vpa.aio.pacing import paced
 from vpa.components.context import ComponentContext
 from vpa.kube.targets import Resolution, TargetResolver
 from vpa.logic.report.rows import ContainerRow, PodIndex, container_rows
@@ -203,14 +203,11 @@ class RecommendationMetrics(Collector):
             await asyncio.sleep(0)
         vpas = sorted(self._vpas.list(), key=_vpa_order)
         budget = SeriesBudget(self.max_series)
-        slices = Slices(CHUNK_BUDGET_S)
-        for vpa in vpas:
+        async for vpa in paced(vpas, CHUNK_BUDGET_S):
             resolution = await self._resolver.resolve(vpa.namespace, vpa.target_ref)
             selector: Selector | None = resolution.selector
             pods = [] if selector is None else index.matching(vpa.namespace, selector)
             budget.add(vpa, container_series(vpa, container_rows(vpa, pods)))
-            if slices.due():
-                await slices.pause()
         self._resolver.forget_unused()
         self._series, dropped = budget.kept, budget.dropped
         exported = sum(len(item.samples) for item in self._series)

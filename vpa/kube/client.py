@@ -16,6 +16,7 @@ generated models on hot paths, or know about VPAs or pods beyond URL shapes.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import random
 import socket
@@ -31,7 +32,6 @@ from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
 from yarl import URL
 
-from vpa.aio.pacing import turn
 from vpa.kube.ratelimiting import ServerPacing, TokenBucket
 from vpa.model.clock import Clock
 
@@ -325,7 +325,7 @@ async def _read_chunks(resp: aiohttp.ClientResponse) -> list[bytes]:
     chunks: list[bytes] = []
     async for chunk in resp.content.iter_chunked(STREAM_CHUNK_BYTES):
         if chunks:
-            await turn()
+            await asyncio.sleep(0)
         chunks.append(chunk)
     return chunks
 

@@ -29,7 +29,7 @@ import aiohttp
 import orjson
 import structlog
 
-from vpa.aio.pacing import Slices
+from vpa.aio.pacing import paced
 from vpa.model.durations import format_prometheus_duration_s
 from vpa.model.settings import PrometheusSettings
 
@@ -227,10 +227,7 @@ class PrometheusHistoryReader:
     async def _add_usage(self, history: ClusterHistory, series: list[Mapping[str, Any]],
                          resource: str) -> None:
         s = self.settings
-        slices = Slices(self._chunk_budget_s)  # a long history must not stall the event loop
-        for item in series:
-            if slices.due():
-                await slices.pause()
+        async for item in paced(series, self._chunk_budget_s):  # a long history shares the event loop
             labels = _labels(item)
             namespace = labels.get(s.container_namespace_label)
             pod_name = labels.get(s.container_pod_name_label)

@@ -4,10 +4,9 @@ Owns: `PagedList`, the one way the process reads a collection that can be large 
 the target resolver's snapshot of well-known controllers, checkpoints at restore, the report's reads):
 `limit` pages; each page's continue token read before its items (kube-apiserver sends `metadata` first),
 so the next page downloads while this one is parsed; the items parsed one by one from the chunks the page
-was read in (`ListStream`) in `Slices` of the event loop, so a page of hundreds of objects never holds the
-loop in one piece (one `orjson.loads` of a 500-Deployment page did: 24 ms up to ready in a `run_scale
---stalls` run) and is never joined or decoded whole (a 4 MiB page joined, then decoded to `str`, made two
-fresh 4 MiB objects, about 10 ms of page faults each on the benchmark's VM); a continue token that expired
+was read in (`ListStream`), `paced` on the event loop, so a page of hundreds of objects never holds the
+loop in one piece (as one `orjson.loads` of a page would) and is never joined or decoded whole (each fresh
+page-sized object costs a page fault per page of memory); a continue token that expired
 (410 Gone) restarting the LIST unpaged, as client-go's pager does, so the same cannot happen again mid-way.
 
 Must not: convert or keep the objects (callers do, as they come); hold more than the page being parsed and the
@@ -18,10 +17,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Iterator, Mapping
 from typing import Any, Final
 
-from vpa.aio.pacing import SLICE_S, Slices
+from vpa.aio.pacing import SLICE_S, paced
 from vpa.kube.client import ApiError, Gone, KubeClient
 from vpa.kube.metricsreading import ListStream
 
@@ -87,14 +86,9 @@ class PagedList:
         page_size = self._page_size
         token: str | None = None
         pending: asyncio.Task[list[bytes]] | None = self._fetch(page_size, None)
-        slices = Slices(self._slice_s)
         try:
             while True:
                 assert pending is not None
-                # A page already downloaded (the usual case: it was fetched while the last was parsed) is
-                # awaited without yielding, so the slice goes on; only a wait gave the loop back. Restarting
-                # it regardless made one step two slices at each such page (6 ms, `benchmarks.watch_cache`).
-                waited = not pending.done()
                 try:
                     chunks = await pending
                 except Gone:
@@ -107,47 +101,54 @@ class PagedList:
                     pending = self._fetch(page_size, None)
                     continue
                 pending = None
-                if waited:
-                    slices.restart()
                 stream = ListStream()
-                others = stream.others
-                told = False
-                chunks.reverse()  # popped from the end: each chunk is let go of once fed
-                ending = False
-                while not ending:
-                    ending = not chunks
-                    try:
-                        parsed = stream.finish() if ending else stream.feed(chunks.pop())
-                    except ValueError as err:  # a UnicodeDecodeError
-                        raise self._bad(err) from None
-                    while True:
-                        try:
-                            obj = next(parsed, _END)
-                        except ValueError as err:
-                            raise self._bad(err) from None
-                        if not told and "metadata" in others:
-                            told = True
-                            token = self._next(page_size, others)
-                            if token:
-                                pending = self._fetch(page_size, token)
-                        if obj is _END:
-                            break
-                        yield obj
-                        del obj
-                        if slices.due():
-                            await slices.pause()
-                if not told:
-                    token = self._next(page_size, others)
+
+                def told(stream: ListStream = stream, page_size: int = page_size) -> None:
+                    # The page's metadata is parsed: its continue token, and the next page fetched meanwhile.
+                    nonlocal token, pending
+                    token = self._next(page_size, stream.others)
                     if token:
                         pending = self._fetch(page_size, token)
+
+                async for obj in paced(self._parse(stream, chunks, told), self._slice_s):
+                    yield obj
                 if not token:
-                    self.resource_version = str(_as_dict(others.get("metadata")).get("resourceVersion") or "")
+                    metadata = _as_dict(stream.others.get("metadata"))
+                    self.resource_version = str(metadata.get("resourceVersion") or "")
                     return
         finally:
             if pending is not None and not pending.done():
                 pending.cancel()
                 with contextlib.suppress(BaseException):
                     await pending
+
+    def _parse(self, stream: ListStream, chunks: list[bytes], told: Callable[[], None]) -> Iterator[object]:
+        """The items of one page, parsed from its chunks one at a time (each chunk let go of once fed);
+        `told()` as soon as the page's `metadata` is parsed (kube-apiserver sends it first), or at the end."""
+        others = stream.others
+        metadata_seen = False
+        chunks.reverse()  # popped from the end
+        ending = False
+        while not ending:
+            ending = not chunks
+            try:
+                parsed = stream.finish() if ending else stream.feed(chunks.pop())
+            except ValueError as err:  # a UnicodeDecodeError
+                raise self._bad(err) from None
+            while True:
+                try:
+                    obj = next(parsed, _END)
+                except ValueError as err:
+                    raise self._bad(err) from None
+                if not metadata_seen and "metadata" in others:
+                    metadata_seen = True
+                    told()
+                if obj is _END:
+                    break
+                yield obj
+                del obj
+        if not metadata_seen:
+            told()
 
     async def dicts(self) -> list[dict[str, Any]]:
         """Every item that is a JSON object, in one list (for a caller that wants the whole collection);

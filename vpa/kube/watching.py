@@ -33,7 +33,7 @@ import orjson
 import structlog
 
 from vpa.aio.cancelling import cancel_and_wait
-from vpa.aio.pacing import Slices
+from vpa.aio.pacing import paced
 from vpa.kube.client import ApiError, Gone, KubeClient, Query
 from vpa.kube.paging import PagedList
 from vpa.model.clock import Clock, RealClock
@@ -456,23 +456,20 @@ class WatchCache(Generic[T]):
 
     async def _delete_unseen(self, seen: set[Key]) -> None:
         """Make the cache equal to the LIST that just ended: delete (telling handlers) what it did not hold,
-        in slices of `slice_s`. Together with `_upsert` during the LIST this replaces the cache, each change
-        applied whole, so a reader between slices sees a cache some of whose objects are newer, as between
+        `paced`. Together with `_upsert` during the LIST this replaces the cache, each change applied whole,
+        so a reader between slices sees a cache some of whose objects are newer, as between
         watch events."""
         entries = self._entries
         if len(entries) == len(seen):
             return  # every cached key was LISTed (`seen` only holds keys now in the cache)
-        slices = Slices(self._slice_s)
         gone = [key for key in entries if key not in seen]
-        for key in gone:
+        async for key in paced(gone, self._slice_s):
             entry = entries.pop(key, None)
             if entry is None:
                 continue
             old = entry[1]
             self._index_remove(key, old)
             self._deliver_delete(old)
-            if slices.due():
-                await slices.pause()
 
     # ----------------------------------------------------------------------------------------- WATCH
 
@@ -513,16 +510,13 @@ class WatchCache(Generic[T]):
     async def _consume(self, query: Query, progress: builtins.list[bool]) -> None:
         stream = self._client.stream_lines(self._path, query, read_timeout_s=self._watch_read_timeout_s)
         # A line already buffered is handed over without a pass through the event loop, so a burst of events
-        # (10,000 VPA status writes in a first loop, a rollout's pods) is handled in slices like a LIST's
-        # items; the time the stream waited for data counts too, costing at most one spare yield.
-        slices = Slices(self._slice_s)
+        # (a first loop's status writes, a rollout's pods) is `paced` like a LIST's items; the time the
+        # stream waited for data counts too, costing at most one spare yield.
         async with contextlib.aclosing(stream) as lines:
-            async for line in lines:
+            async for line in paced(lines, self._slice_s):
                 self._last_event = self._wall.monotonic()
                 progress[0] = True
                 self._handle_line(line)
-                if slices.due():
-                    await slices.pause()
 
     def _handle_line(self, line: bytes) -> None:
         try:

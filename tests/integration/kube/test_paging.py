@@ -9,7 +9,6 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from vpa.aio.pacing import Slices
 from vpa.kube.client import ApiError, Gone, KubeClient
 from vpa.kube.paging import PagedList
 from vpa.model.clock import VirtualClock
@@ -130,38 +129,6 @@ async def test_other_tasks_run_between_slices_of_a_page() -> None:
                     ticks_at.append(turns[0])
     assert len(ticks_at) == 50
     assert ticks_at[-1] - ticks_at[0] >= 49  # the ticker ran between every two items
-
-
-async def test_a_page_downloaded_before_its_turn_carries_on_the_slice(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Awaiting a page that has already arrived does not give the loop back, so it must not start a fresh
-    slice either (that made one step of the loop two slices long at every such page); a page the LIST had
-    to wait for does start one."""
-    restarts: list[str] = []
-    restart = Slices.restart
-
-    def counted(self: Slices) -> None:
-        restarts.append("restart")
-        restart(self)
-
-    monkeypatch.setattr(Slices, "restart", counted)
-    async with ScriptedServer() as server, client_of(server) as client:
-        server.then(200, page(["a", "b"], "7", cont="tok-1"))
-        server.then(200, page(["c"], "8"))
-        pages = PagedList(client, "/api/v1/configmaps", page_size=2)
-        out: list[str] = []
-        async with contextlib.aclosing(pages.items()) as items:
-            async for obj in items:
-                assert isinstance(obj, dict)
-                out.append(obj["metadata"]["name"])
-                if len(out) == 1:
-                    assert restarts == ["restart"]  # the first page was waited for
-                    downloads = [t for t in asyncio.all_tasks() if "_get" in repr(t)]
-                    assert len(downloads) == 1
-                    await asyncio.wait(downloads)  # the second page arrives before its turn
-    assert out == ["a", "b", "c"]
-    assert restarts == ["restart"]
 
 
 async def test_dicts_gathers_every_object_of_every_page_and_skips_the_rest() -> None:

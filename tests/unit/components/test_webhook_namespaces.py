@@ -5,12 +5,13 @@ holds, whatever happened while the snapshot was counted."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from vpa.aio.pacing import Slices
+from vpa.aio.pacing import paced
 from vpa.components import webhook
 from vpa.components.webhook import NamespacesWithVpas
 
@@ -55,11 +56,9 @@ class _Cache:
             handler(vpa)
 
 
-class _EveryItem(Slices):
-    """A slice per item: the counting pauses after each VPA, so events land between any two."""
-
-    def due(self) -> bool:
-        return True
+def _every_item(items: Iterable[_Vpa], slice_s: float = 0.0) -> AsyncIterator[_Vpa]:
+    """A turn of the loop after each item: events land between any two VPAs counted."""
+    return paced(items, 0.0)
 
 
 A, B, C = _Vpa("ns-a", "a"), _Vpa("ns-b", "b"), _Vpa("ns-b", "c")
@@ -83,7 +82,7 @@ D = _Vpa("ns-d", "d")
 async def test_events_while_the_snapshot_is_counted_leave_the_cache_s_namespaces(
     monkeypatch: pytest.MonkeyPatch, events: list[tuple[str, _Vpa]], expected: set[str]
 ) -> None:
-    monkeypatch.setattr(webhook, "Slices", _EveryItem)
+    monkeypatch.setattr(webhook, "paced", _every_item)
     cache = _Cache(A, B, C)
     namespaces = NamespacesWithVpas()
     attaching = asyncio.ensure_future(namespaces.attach(cache))  # type: ignore[arg-type]

@@ -22,7 +22,7 @@ from typing import Final, Protocol
 import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from vpa.aio.pacing import Slices
+from vpa.aio.pacing import paced
 from vpa.kube.historyreading import ClusterHistory, PrometheusError, RequestObserver
 from vpa.logic.recommender.cluster import ClusterState, ContainerId, PodId
 from vpa.logic.recommender.numerics import amount_from_float, cpu_amount_from_cores
@@ -108,8 +108,7 @@ async def load_history(source: HistorySource | None, cluster: ClusterState, metr
         metrics.load_errors.labels(reason="malformed_series").inc()
         log.warning("recommender_history_series_skipped", series=history.series_skipped)
 
-    slices = Slices(chunk_budget_s)  # the webhook shares the event loop
-    for (namespace, name), pod in history.pods.items():
+    async for (namespace, name), pod in paced(history.pods.items(), chunk_budget_s):
         pod_id = PodId(namespace, name)
         cluster.add_or_update_pod(pod_id, pod.labels, HISTORY_POD_PHASE, now)
         report.pods += 1
@@ -127,8 +126,6 @@ async def load_history(source: HistorySource | None, cluster: ClusterState, metr
                     report.samples += 1
                 else:
                     report.samples_skipped += 1
-            if slices.due():
-                await slices.pause()
     log.info("recommender_history_loaded", pods=report.pods, containers=report.containers,
              samples=report.samples, samples_skipped=report.samples_skipped)
     return report
