@@ -4,21 +4,22 @@ Owns: holding back CPython's automatic full collections and running them on a fi
 instead, measured and exported; and collecting the youngest generation on a short timer. Why: a collection
 stops the event loop (the webhook, the leases, every timer) for as long as it scans.
 - A full collection scans every tracked object, and the recommender keeps about 20 per tracked container
-  (histograms, aggregates, views, recommendations): with 50,000 containers, about 0.4 s. CPython 3.11 starts
-  one by itself whenever a quarter as many objects as survived the last one have been promoted, which the
-  recommender loop does every few loops. Held back, it runs every `FULL_COLLECTION_INTERVAL_S` instead; what
-  it would have freed meanwhile (reference cycles that outlived two young collections) waits until then.
+  (histograms, aggregates, views, recommendations): in a large cluster, a pause users notice. CPython 3.11
+  starts one by itself whenever a quarter as many objects as survived the last one have been promoted,
+  which the recommender loop does every few loops. Held back, it runs every `FULL_COLLECTION_INTERVAL_S`
+  instead; what it would have freed meanwhile (reference cycles that outlived two young collections) waits
+  until then.
 - A young collection scans the youngest generation, which is meant to hold at most ~700 objects. But
   CPython's counter is lowered by every freed object, old ones included, so when one recommender loop frees
   the previous loop's hundreds of thousands of status objects, the youngest generation grows unchecked and
-  its next collection scans all of it (50–150 ms measured); the middle generation, never triggered for the
-  same reason, grew for a whole loop step (65–90 ms). Collecting them on a `YOUNG_INTERVAL_S` timer (run when
+  its next collection scans all of it; the middle generation, never triggered for the same reason, grows
+  for a whole loop step. Collecting them on a `YOUNG_INTERVAL_S` timer (run when
   the event loop gets control, i.e. at every yield of paced work) bounds each to what a few slices
   allocated.
 
-Both processes install it: `vpa run` (`vpa.app.runtime`) and `vpa sim`, whose store of 50,000 pods made its
-own automatic full collections take 0.4-2.1 s each, dozens of times while it answered a recommender loop's
-writes (every answer waited meanwhile). It sits outside the layers so that the simulator, which must not
+Both processes install it: `vpa run` (`vpa.app.runtime`) and `vpa sim`, whose store of a large cluster's pods
+made its own automatic full collections long and frequent while it answered a recommender loop's writes
+(every answer waited meanwhile). It sits outside the layers so that the simulator, which must not
 import the autoscaler, can use it too.
 
 Must not: import anything of the autoscaler or the simulator; be installed by library code or tests that

@@ -364,7 +364,7 @@ class Runtime:
             self._report_synced()
             # The initial sync leaves hundreds of thousands of long-lived objects; moving them out of the
             # cyclic GC's generations keeps later collections (and the loop stalls they cause) short. No
-            # full collection first: at 50,000 pods it held the loop 100+ ms (the webhook may be serving by
+            # full collection first: it would scan the whole cache at once (the webhook may be serving by
             # now), and the start-up garbage it would free is small (the LISTs are parsed into acyclic
             # objects with the GC paused).
             gc.freeze()

@@ -8,10 +8,11 @@ starts and stops what runs on the webhook's thread), and `start_default_executor
 threads, started before the loop has anything else to do).
 
 Why: the webhook shares the process with the recommender and the watch caches. On one event loop a review
-waits behind every callback that is ready when it arrives (a relist's and a recommender loop's 3 ms slices,
-page parses, status writes), several times per review (read, admit, write), so its tail was 17-41 ms
-however short each slice was. On its own loop a review waits only for the GIL, which the main thread hands
-over at most every `SWITCH_INTERVAL_S` while both want it (CPython's default of 5 ms is far too long).
+waits behind every callback that is ready when it arrives (a relist's and a recommender loop's paced
+slices, page parses, status writes), several times per review (read, admit, write), so its tail grows with
+the cluster however short each slice is. On its own loop a review waits only for the GIL, which the main
+thread hands over at most every `SWITCH_INTERVAL_S` while both want it (CPython's default, 5 ms, is far too
+long).
 
 Must not: let asyncio objects (futures, queues, sessions, tasks) cross loops: everything the webhook's loop
 creates stays on it, and calls into the other loop go through `on_loop` (or `call_soon_threadsafe`).
@@ -35,11 +36,10 @@ T = TypeVar("T")
 SWITCH_INTERVAL_S: Final = 0.0005
 """How long a thread holding the GIL may keep it while another waits (`sys.setswitchinterval`), set while a
 `LoopThread` runs: a review needs the GIL several times (socket ready, TLS reads and writes, the answer),
-each time after the recommender's thread may have held it. `benchmarks.webhook_during_recommender`, webhook
-at concurrency 1 while a 10,000-VPA loop runs: 5 ms (CPython's default) p50 300 ms, p99 991 ms (every GIL
-release for I/O costs up to a whole interval to win back, the convoy effect); 1 ms p99 8-11 ms, max 45-98
-ms; 0.5 ms p99 8-10 ms, max 18-21 ms; 0.25 ms no better (on one shared loop, no thread: p99 26 ms). It costs
-something only while both threads want the GIL: an idle webhook leaves the recommender's thread alone."""
+each time after the recommender's thread may have held it, and with CPython's default interval every GIL
+release for I/O costs up to a whole interval to win back (the convoy effect): the webhook's tail would be
+set by the interval, not by its own work. It costs something only while both threads want the GIL: an idle
+webhook leaves the recommender's thread alone."""
 
 
 async def on_loop(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, T]) -> T:
@@ -61,10 +61,9 @@ def start_default_executor(loop: asyncio.AbstractEventLoop, workers: int = DEFAU
     has anything else to do.
 
     Why: a `ThreadPoolExecutor` starts a worker on a `submit` that finds none idle, and `Thread.start()`
-    blocks until the new thread has been scheduled and has taken the GIL; on a busy 2-CPU machine that was
-    half the samples of a 9.8 ms stall of the main loop during the initial LISTs (`run_scale --stalls`:
-    `threading.py` `start` under `to_thread`, for the webhook's certificates). Started up front, a
-    `to_thread` finds a thread waiting.
+    blocks until the new thread has been scheduled and has taken the GIL, which on a busy machine holds the
+    main loop during the initial LISTs (a `to_thread` for the webhook's certificates, say). Started up
+    front, a `to_thread` finds a thread waiting.
     Best effort: a worker that does not start within `timeout_s` is started later, as before."""
     executor = concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="asyncio")
     all_started = threading.Barrier(workers)
@@ -116,8 +115,8 @@ class LoopThread:
 
     async def spawn(self) -> None:
         """`start()` from a worker thread, for a caller on a running loop: `Thread.start()` and the new loop's
-        first turn wait for the new thread to be scheduled and to take the GIL, which held the main loop for
-        42 ms at start beside the first recommender loop on a busy 2-CPU machine (`run_scale --stalls`)."""
+        first turn wait for the new thread to be scheduled and to take the GIL, which on a busy machine would
+        hold the main loop at start."""
         await asyncio.to_thread(self.start)
 
     async def call(self, coro: Coroutine[Any, Any, T]) -> T:

@@ -47,8 +47,8 @@ from vpa.model.vpa import TargetRef, VpaView
 log = structlog.get_logger(__name__)
 
 REFRESH_S: Final = 15.0
-CHUNK_BUDGET_S: Final = 0.003  # as the recommender's slices: bounds what a refresh adds to a webhook call
-INDEX_SLICE: Final = 2000  # pods indexed between yields (about 1.5 ms)
+CHUNK_BUDGET_S: Final = 0.003  # as the recommender's slices: a refresh shares the main event loop
+INDEX_SLICE: Final = 2000  # pods indexed between yields to the event loop
 LABELS: Final = ("namespace", "vpa", "target_kind", "target_name", "container", "resource", "unit")
 # (metric name, help, which values of a row)
 FAMILIES: Final[tuple[tuple[str, str, Callable[[ContainerRow], Resources | None]], ...]] = (
@@ -195,7 +195,7 @@ class RecommendationMetrics(Collector):
 
     async def refresh(self) -> None:
         """Recompute every VPA's rows from the caches now, yielding to the event loop every
-        `CHUNK_BUDGET_S` (the webhook shares the loop)."""
+        `CHUNK_BUDGET_S` (the leases, the watches and `/metrics` share the loop)."""
         index = PodIndex()
         pods = self._pods.list()
         for start in range(0, len(pods), INDEX_SLICE):

@@ -439,7 +439,7 @@ class SecretCertificateStore:
             try:
                 secret = await self._client.get(self._path(self.name))
             except NotFound:
-                # Key generation and signing off the event loop (it held the loop 10 ms at start).
+                # Key generation and signing off the event loop: CPU work the caches' LISTs would wait behind.
                 bundle = await asyncio.to_thread(make_bundle, self.dns_names, self._clock.now(), self.policy)
                 try:
                     await self._client.create(self._path(), self._secret(bundle), max_retries=2)

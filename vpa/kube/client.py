@@ -129,22 +129,19 @@ class ApiError(Exception):
 
 STREAM_CHUNK_BYTES: Final = 256 * 1024
 """The most `get_chunks` hands over at once. What arrived is handed over as it is buffered, and a TLS
-transport that reads ahead can buffer megabytes: one `readany()` joined 4.4 MB in 6.4 ms during a 10,000-VPA
-first loop, then the caller decoded it as one piece. 256 KiB is a fraction of a millisecond of each."""
+transport that reads ahead can buffer megabytes, which the caller would then decode as one piece."""
 
 
 RECEIVE_BUFFER_BYTES: Final = 128 * 1024
 """`SO_RCVBUF` of every connection to the API server (the kernel doubles it for its bookkeeping). uvloop
-(libuv) reads a socket up to 32 times per readiness event, 64 KiB a read, while reads come back full, and
-decrypts each read's TLS records there and then, each `SSL_read` giving up the GIL: with Linux's autotuned
-buffer (up to 32 MiB) a LIST page that arrived while the loop was busy was read, decrypted and fed to
-aiohttp in one callback, 2 MiB and about 130 GIL hand-offs to the webhook's or the scrape's thread at up to
-`sys.getswitchinterval()` each (`--stalls`: 26-34 ms in `ssl.py` `read` in a relist and a first loop).
-Fixed, the buffer bounds a readiness event to about 256 KiB. It also bounds how fast the next LIST page
-downloads while this one is parsed (one readiness event per loop pass, a pass every 3 ms slice): 256 KiB
-a pass brings a 4 MiB page in about as long as the page before takes to parse; 64 KiB made the initial
-sync wait for its downloads (`run_scale`: ready 1-3 s later). The window still carries about 120 MB/s at
-a 1 ms round trip."""
+(libuv) reads a socket several times per readiness event while reads come back full, and decrypts each
+read's TLS records there and then, each `SSL_read` giving up the GIL: with Linux's autotuned buffer (up to
+32 MiB) a LIST page that arrived while the loop was busy was read, decrypted and fed to aiohttp in one
+callback, with a GIL hand-off to the webhook's or the scrape's thread per read. Fixed, the buffer bounds
+what one readiness event reads. It also bounds how fast the next LIST page downloads while this one is
+parsed (one readiness event per loop turn): large enough that a page arrives in about the time the page
+before takes to parse (a smaller one made the initial sync wait for its downloads), small enough to keep a
+callback short."""
 
 
 def api_socket(addr_info: tuple[Any, ...]) -> socket.socket:
@@ -373,7 +370,7 @@ class KubeClient:
             self._proxy, self._proxy_auth = env_proxy(self._host)
         # Every request goes to this one host and the proxy from the environment is resolved above, once:
         # the session must not look it (and ~/.netrc) up again per request, which aiohttp does in a worker
-        # thread (`trust_env`, set by kubernetes-asyncio) and which cost about 0.4 ms per request.
+        # thread (`trust_env`, set by kubernetes-asyncio): a thread hand-off on every request.
         self._session._trust_env = False
         # kubernetes-asyncio builds the connector; its sockets get a bounded receive buffer (`api_socket`).
         connector = self._session.connector
@@ -474,9 +471,8 @@ class KubeClient:
         headers: dict[str, str] = {str(k): str(v) for k, v in self._api.default_headers.items()}
         headers["Accept"] = CONTENT_JSON
         # Uncompressed answers: kube-apiserver gzips a body over 128 KiB for a client that accepts it, and
-        # aiohttp inflates what arrives inside its transport callback, before any paced parser sees it: a
-        # few MB of a 50,000-pod LIST page or PodMetrics list at once (the initial LIST's longest stall
-        # reached 26.5 ms against `vpa sim` gzipping as kube-apiserver does, benchmarks.run_scale).
+        # aiohttp inflates what arrives inside its transport callback, before any paced parser sees it:
+        # megabytes of a large LIST page or PodMetrics list in one piece of the event loop.
         # client-go's `DisableCompression` makes the same choice; the bytes stay on the cluster network.
         headers["Accept-Encoding"] = "identity"
         if content_type is not None:
@@ -693,8 +689,8 @@ class KubeClient:
         self, path: str, *, query: Query | None = None, timeout_s: float | None = None
     ) -> AsyncGenerator[bytes, None]:
         """A GET whose 2xx body is handed over in the chunks it arrives in, so that a body of tens of MB is
-        never joined into one object (the join and its decode held the event loop 40-80 ms for 50,000
-        PodMetrics, and the copies were the process's memory peak), and at most `STREAM_CHUNK_BYTES` at a
+        never joined into one object (the join and its decode would hold the event loop for all of it, and the
+        copies would be the process's memory peak), and at most `STREAM_CHUNK_BYTES` at a
         time. Paced like every request; not retried
         (the caller reads again later). Raises `ApiError` for a non-2xx answer, `TransportError` when the
         connection fails or `timeout_s` passes."""

@@ -276,8 +276,8 @@ class TargetResolver:
     async def _list(self, kind: str) -> _Snapshot:
         group, version, plural = WELL_KNOWN[kind]
         snapshot = _Snapshot(self._clock.now())
-        # Parsed and converted an item at a time, paced (the recommender's first loop shares the event loop
-        # with the webhook; one page parsed and converted in one go held it 24-46 ms).
+        # Parsed and converted an item at a time, paced: the recommender's first loop shares the event loop,
+        # and a page parsed and converted in one go would hold it for the whole page.
         pages = PagedList(self._client, api_path(group, version, plural, namespace=self._namespace))
         try:
             async with contextlib.aclosing(pages.items()) as items:

@@ -87,10 +87,10 @@ _gc_was_enabled = False
 def _gc_paused() -> Iterator[None]:
     """The cyclic GC off while any cache LISTs (nested and interleaved LISTs share one pause): parsing tens
     of MB allocates millions of objects, and the GC would otherwise run full collections over the growing
-    cache again and again (4x slower, see research/tooling.md §2). When the last LIST ends, what was
+    cache again and again (see research/tooling.md §2). When the last LIST ends, what was
     allocated meanwhile is frozen (moved out of the GC's generations; reference counting still frees it)
     before the GC resumes: the young collection that would otherwise follow at once scans every object the
-    LIST created, 110 ms at 50,000 pods, and the parsed objects hold no reference cycles."""
+    LIST created, and the parsed objects hold no reference cycles."""
     global _gc_pauses, _gc_was_enabled
     if _gc_pauses == 0:
         _gc_was_enabled = gc.isenabled()
@@ -338,11 +338,11 @@ class WatchCache(Generic[T]):
         beside the first, keeps a relist's peak memory at the cache plus a page. An object the cache already
         holds at the same resourceVersion (most of a relist's, after a 410) skips the transform: the same
         key and resourceVersion are the same object, and converting every pod again only to drop the copy
-        was about a third of a 50,000-pod relist's CPU (`pod_from_dict`, `benchmarks.watch_cache`).
+        would be much of a relist's CPU (`pod_from_dict`).
 
         The keys seen are the cache's own key objects (each entry keeps its key), not those just parsed: a
-        set of 50,000 parsed keys (a tuple and a name each, owned by nothing else once their objects were
-        dropped) was freed in one piece when a relist ended, 13 ms of the loop in `benchmarks.watch_cache`."""
+        set of every parsed key (a tuple and a name each, owned by nothing else once their objects were
+        dropped) would be freed in one piece when a relist ended."""
         seen: set[Key] = set()
         unchanged = 0
 

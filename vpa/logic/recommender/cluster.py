@@ -466,8 +466,8 @@ class ClusterState:
                               ) -> Generator[None, None, list[AggregateStateKey]]:
         """`garbage_collect` in small steps: a generator that yields after every `GC_STEP` aggregates (or
         label sets) it has looked at or deleted, and returns the deleted keys when exhausted, so that a
-        caller sharing its thread (the recommender on the event loop) can pause between steps: at 50,000
-        aggregates a collection is about 30 ms of CPU. The caller must not change this state until the
+        caller sharing its thread (the recommender on the event loop) can pause between steps: a collection
+        visits every aggregate. The caller must not change this state until the
         generator is exhausted (the recommender's loop runs its steps one after another)."""
         controlled = pods_with_live_controller
         aggregates = self._aggregates

@@ -9,8 +9,8 @@ always written as computed.
 
 Why: a VPA's bounds carry a confidence factor that grows with every minute of history, so they move a little
 in every loop, long after its targets settled (targets move in whole histogram buckets). Upstream writes
-each such move: one status write per VPA per loop, about 2 ms of kube-apiserver CPU each alone
-(docs/performance.md, "Real control plane"), for changes nothing acts on.
+each such move: one status write per VPA per loop, each costing kube-apiserver CPU and an etcd write, for
+changes nothing acts on.
 
 Must not: do I/O or read a clock; decide anything but this comparison.
 """

@@ -68,7 +68,7 @@ class InfeasibleAttempts:
 
     def forget_missing(self, live_uids: Iterable[str]) -> InfeasibleAttempts:
         """Keep only the records of pods still alive."""
-        live = live_uids if isinstance(live_uids, AbstractSet) else set(live_uids)  # a set, sharded or not
+        live = live_uids if isinstance(live_uids, AbstractSet) else set(live_uids)  # a set, or made one
         kept = {uid: attempt for uid, attempt in self._by_uid.items() if uid in live}
         if len(kept) == len(self._by_uid):
             return self
