@@ -3,8 +3,8 @@
 Owns: the aiohttp middleware that gzips a complete response body over 128 KiB, at level 1, when the request's
 `Accept-Encoding` lists `gzip` (one of its comma-separated tokens, exactly; kube-apiserver ignores q-values
 and other codings), setting `Content-Encoding: gzip` and `Vary: Accept-Encoding`. The compression runs in a
-worker thread (zlib gives the GIL away while it works), so a 24 MB PodMetrics list does not hold the
-simulator's event loop for the 100-200 ms it takes.
+worker thread (zlib gives the GIL away while it works), so a large PodMetrics list does not hold the
+simulator's event loop while it is compressed.
 
 Streamed responses (watches) are never compressed, as kube-apiserver's are not: a watch's first write is
 one event, far below the threshold.
