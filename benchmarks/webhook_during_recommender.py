@@ -2,9 +2,9 @@
 
 `python -m benchmarks.webhook_during_recommender [--vpas 10000] [--duration 10]`
 
-DESIGN §6: the webhook shares the process with the recommender (it serves from its own event loop thread,
-`vpa.components.loop_thread`, and competes with the recommender's loop for the GIL), so the recommender's
-CPU work must never hold the interpreter long; the budget is a webhook p99 within 20 ms while a
+DESIGN §6: the webhook shares the process with the recommender (it serves from its own event loop
+thread, `vpa.components.webhook.loop_thread`, and competes with the recommender's loop for the GIL), so the
+recommender's CPU work must never hold the interpreter long; the budget is a webhook p99 within 20 ms while a
 50,000-container loop runs. Set-up, in one process as `vpa run`:
 - the webhook of `benchmarks.webhook_throughput` (a `Runtime` with the real `AdmissionController`, 10,000
   VPAs in its cache, HTTPS on 127.0.0.1), which also installs the runtime's GC policy (`vpa.aio.heap`);

@@ -18,7 +18,7 @@ from vpa.components.recommendation_metrics import RecommendationMetrics
 from vpa.components.recommender import RecommenderMetrics
 from vpa.components.recommender.history import PrometheusClientMetrics
 from vpa.components.updater import UpdaterMetrics
-from vpa.components.webhook import AdmissionMetrics
+from vpa.components.webhook.metrics import AdmissionMetrics
 from vpa.flags.commands import parse_run_args
 from vpa.kube.targets import Resolution
 from vpa.model.pod import PodView

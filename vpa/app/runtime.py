@@ -40,10 +40,10 @@ from prometheus_client import (
 )
 
 from vpa import __version__
+from vpa.aio.executor import start_default_executor
 from vpa.aio.heap import HeapKeeper
 from vpa.components import health
 from vpa.components.context import ComponentContext
-from vpa.components.loop_thread import start_default_executor
 from vpa.kube import converting
 from vpa.kube.client import ClientOptions, KubeClient, api_path
 from vpa.kube.clocking import SimClock

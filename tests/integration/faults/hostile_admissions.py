@@ -26,7 +26,8 @@ import orjson
 from aiohttp.test_utils import TestServer
 
 from tests.unit.components.test_webhook import POD_REVIEW, _admitter, _vpa
-from vpa.components.webhook import PATCH_MEMO_BYTES, AdmissionServer
+from vpa.components.webhook.admitter import PATCH_MEMO_BYTES
+from vpa.components.webhook.server import AdmissionServer
 from vpa.model.quantity import MAX_VALUE, Quantity
 
 HOSTILE_QUANTITIES = (

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from vpa.components.loop_thread import LoopThread
+from vpa.components.webhook.loop_thread import LoopThread
 from vpa.kube.client import KubeClient
 from vpa.kube.eventing import EventRecorder, ObjectRef
 from vpa.kube.leasing import parse_time

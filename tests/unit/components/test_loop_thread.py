@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 import uvloop
 
-from vpa.components.loop_thread import (
+from vpa.aio.executor import start_default_executor
+from vpa.components.webhook.loop_thread import (
     OS_NAME_MAX,
     SWITCH_INTERVAL_S,
     LoopThread,
     on_loop,
-    start_default_executor,
 )
 
 

@@ -26,15 +26,10 @@ from structlog.testing import capture_logs
 
 from tests.builders import make_pod, make_recommendation, make_vpa
 from vpa.components.sampled_log import SampledLog
-from vpa.components.webhook import (
-    MAX_BODY_BYTES,
-    PATCH_MEMO_BYTES,
-    PATCH_MEMO_SIZE,
-    AdmissionMetrics,
-    AdmissionServer,
-    Admitter,
-    LimitRanges,
-)
+from vpa.components.webhook.admitter import PATCH_MEMO_BYTES, PATCH_MEMO_SIZE, Admitter
+from vpa.components.webhook.caches import LimitRanges
+from vpa.components.webhook.metrics import AdmissionMetrics
+from vpa.components.webhook.server import MAX_BODY_BYTES, AdmissionServer
 from vpa.kube.converting import vpa_from_dict
 from vpa.logic.limitranges import NO_LIMITS, NamespaceLimits
 from vpa.model.features import FeatureGates

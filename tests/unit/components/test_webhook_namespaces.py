@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from vpa.aio.pacing import paced
-from vpa.components import webhook
-from vpa.components.webhook import NamespacesWithVpas
+from vpa.components.webhook import caches
+from vpa.components.webhook.caches import NamespacesWithVpas
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ D = _Vpa("ns-d", "d")
 async def test_events_while_the_snapshot_is_counted_leave_the_cache_s_namespaces(
     monkeypatch: pytest.MonkeyPatch, events: list[tuple[str, _Vpa]], expected: set[str]
 ) -> None:
-    monkeypatch.setattr(webhook, "paced", _every_item)
+    monkeypatch.setattr(caches, "paced", _every_item)
     cache = _Cache(A, B, C)
     namespaces = NamespacesWithVpas()
     attaching = asyncio.ensure_future(namespaces.attach(cache))  # type: ignore[arg-type]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from vpa.components.webhook import ReviewSilence
+from vpa.components.webhook.silence import ReviewSilence
 from vpa.model.pod import PodView
 
 WITH_VPAS = {"team-a", "team-b"}

@@ -12,8 +12,8 @@ from aiohttp import web
 from kubernetes_asyncio.client import ApiClient, Configuration
 
 from tests.builders import make_pod
-from vpa.components.loop_thread import LoopThread
-from vpa.components.webhook_targets import AdmissionTargets
+from vpa.components.webhook.loop_thread import LoopThread
+from vpa.components.webhook.targets import AdmissionTargets
 from vpa.kube.client import KubeClient, NotFound
 from vpa.kube.controllers import ControllerView
 from vpa.kube.converting import pod_from_dict

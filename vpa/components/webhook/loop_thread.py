@@ -4,8 +4,7 @@ Owns: `LoopThread` (starts a thread running a fresh uvloop loop, without blockin
 `spawn()`, runs coroutines on it from another loop, stops it and joins the thread; the thread carries its
 name in the kernel too (`name_os_thread`), where `top -H` and `ps -L` read it) and
 `on_loop` (awaits a coroutine on a given loop from whichever loop the caller runs on: how the main loop
-starts and stops what runs on the webhook's thread), and `start_default_executor` (the main loop's worker
-threads, started before the loop has anything else to do).
+starts and stops what runs on the webhook's thread).
 
 Why: the webhook shares the process with the recommender and the watch caches. On one event loop a review
 waits behind every callback that is ready when it arrives (a relist's and a recommender loop's paced
@@ -21,9 +20,7 @@ creates stays on it, and calls into the other loop go through `on_loop` (or `cal
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import ctypes
-import os
 import sys
 import threading
 from collections.abc import Coroutine
@@ -48,35 +45,6 @@ async def on_loop(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, T])
     if asyncio.get_running_loop() is loop:
         return await coro
     return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, loop))
-
-
-DEFAULT_EXECUTOR_WORKERS: Final = min(32, (os.cpu_count() or 1) + 4)
-"""asyncio's own default executor's size (`ThreadPoolExecutor`'s default)."""
-
-
-def start_default_executor(loop: asyncio.AbstractEventLoop, workers: int = DEFAULT_EXECUTOR_WORKERS,
-                           timeout_s: float = 5.0) -> concurrent.futures.ThreadPoolExecutor:
-    """Give `loop` a default executor (what `asyncio.to_thread` and `run_in_executor(None, ...)` use) with
-    all of its `workers` threads started now, blocking the caller until they are. Call it before the loop
-    has anything else to do.
-
-    Why: a `ThreadPoolExecutor` starts a worker on a `submit` that finds none idle, and `Thread.start()`
-    blocks until the new thread has been scheduled and has taken the GIL, which on a busy machine holds the
-    main loop during the initial LISTs (a `to_thread` for the webhook's certificates, say). Started up
-    front, a `to_thread` finds a thread waiting.
-    Best effort: a worker that does not start within `timeout_s` is started later, as before."""
-    executor = concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="asyncio")
-    all_started = threading.Barrier(workers)
-
-    def started() -> None:
-        # Each worker holds its first job until every worker has one, so that no job finds a worker idle
-        # and every submit starts a thread.
-        all_started.wait(timeout_s)
-
-    jobs = [executor.submit(started) for _ in range(workers)]
-    concurrent.futures.wait(jobs, timeout=timeout_s)
-    loop.set_default_executor(executor)
-    return executor
 
 
 class LoopThread:
