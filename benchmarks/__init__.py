@@ -6,7 +6,7 @@ Owns:
 - `run_loop`, the one way such a benchmark runs them: on uvloop, the event loop `vpa run` uses (`vpa.app`).
   asyncio's own loop orders a pass differently (a timer that falls due runs after every I/O callback and
   every callback already queued, where uvloop runs it first in the next iteration), so a stall timed on it
-  is not the stall `vpa run` has (docs/performance.md, Follow-up "the in-process benchmarks on uvloop");
+  is not the stall `vpa run` has;
 - `steal_now`, `steal_percent` and `steal_share`, the machine's hypervisor steal read at a timed window's
   edges and given as a share of its CPUs' time (one formula for every benchmark that reports it);
 - `LoopTicker`, the one 1 ms timer the in-process benchmarks time their event-loop stalls with, and

@@ -6,8 +6,7 @@ gap in which its CPU time did not advance (it was given no CPU at all: a vCPU th
 another task of the machine on it), the share of the spin it got no CPU, and the machine's steal meanwhile
 (`/proc/stat`). On a CPU of its own both figures are near 0. On a virtual machine they are the floor of
 every event-loop stall measured on it: no code of the process can stall less than its thread is stalled.
-There is no target: it is the context for the others' (`docs/performance.md`, Follow-up "stalls told
-apart").
+There is no target: it is the context for the others' (`docs/performance.md`, "How we measure").
 
 It also reports the longest single step of the spin (a clock read, well under a microsecond) whose CPU time
 did cover it: a stall that `time.thread_time` counts as the thread's own work. Such stalls are the
