@@ -170,6 +170,14 @@ class CommonSettings:
     """The other klog flags, accepted for compatibility."""
 
     def __post_init__(self) -> None:
+        # A QPS of 0 turns the client-side limiter off (`ClientOptions`); a negative rate or burst is nothing.
+        if not self.kube_api_qps >= 0:
+            raise SettingsError(
+                f"invalid value {self.kube_api_qps:g} for flag --kube-api-qps: must not be negative "
+                "(0 disables client-side limiting)")
+        if not self.kube_api_burst >= 0:
+            raise SettingsError(
+                f"invalid value {self.kube_api_burst:g} for flag --kube-api-burst: must not be negative")
         if not 0.001 <= self.event_loop_lag_interval_s <= 60:
             raise SettingsError(
                 "--event-loop-lag-interval must be between 1ms and 1m, not "
@@ -387,6 +395,12 @@ class RecommenderSettings:
     `for_name` (flag `--recommender-overrides`). Only `OVERRIDABLE_RECOMMENDER_FIELDS` may be overridden."""
 
     def __post_init__(self) -> None:
+        for field_name in _PERCENTILE_FIELDS:
+            value = getattr(self, field_name)
+            if not 0.0 <= value <= 1.0:
+                flag = field_name.replace("_", "-")
+                raise SettingsError(
+                    f"invalid value {value:g} for flag --{flag}: a percentile is between 0 and 1")
         names = self.recommender_names
         if not names or any(not name for name in names):
             raise SettingsError(
@@ -429,6 +443,16 @@ class RecommenderSettings:
     def pod_recommendation_min_memory_bytes(self) -> int:
         """The per-pod memory floor in bytes, as upstream computes it (MiB × 2**20, truncated)."""
         return int(self.pod_recommendation_min_memory_mib * 1024 * 1024)
+
+
+_PERCENTILE_FIELDS: Final = (
+    "target_cpu_percentile",
+    "recommendation_lower_bound_cpu_percentile",
+    "recommendation_upper_bound_cpu_percentile",
+    "target_memory_percentile",
+    "recommendation_lower_bound_memory_percentile",
+    "recommendation_upper_bound_memory_percentile",
+)
 
 
 # Settings a recommender hosted next to others may set for itself: what shapes its estimates. What the

@@ -228,14 +228,23 @@ class _Columns:
 
 
 def read_csv(path: Path) -> Trace:
-    with path.open(newline="", encoding="utf-8") as handle:
-        reader = csv.DictReader(handle)
-        columns = [name.strip() for name in reader.fieldnames or ()]
-        reader.fieldnames = columns
-        _check_columns(str(path), columns)
-        builder = _Columns(columns)
-        for line, row in enumerate(reader, start=2):
-            builder.add(f"{path}:{line}", row)
+    line = 1
+    try:
+        with path.open(newline="", encoding="utf-8") as handle:
+            reader = csv.DictReader(handle)
+            columns = [name.strip() for name in reader.fieldnames or ()]
+            reader.fieldnames = columns
+            _check_columns(str(path), columns)
+            builder = _Columns(columns)
+            for line, row in enumerate(reader, start=2):
+                builder.add(f"{path}:{line}", row)
+    except UnicodeDecodeError as err:
+        # The decoder reads ahead, so the row is the one after the last good one, as far as it is known.
+        raise TraceError(f"{path}:{line}: not UTF-8 text (byte 0x{err.object[err.start]:02x}): a trace is "
+                         "CSV with a header row, or Parquet (.parquet)") from None
+    except csv.Error as err:
+        raise TraceError(f"{path}:{line}: not CSV ({err}): a trace is CSV with a header row, or Parquet "
+                         "(.parquet)") from None
     return builder.trace
 
 
@@ -264,6 +273,8 @@ def read_trace(path: str | Path) -> Trace:
     column. An empty trace, or one without a single usage sample, is an error too.
     """
     path = Path(path)
+    if path.is_dir():
+        raise TraceError(f"{path}: is a directory, not a trace file")
     if not path.is_file():
         raise TraceError(f"{path}: no such trace file")
     trace = read_parquet(path) if path.suffix.lower() in (".parquet", ".pq") else read_csv(path)
@@ -640,7 +651,8 @@ def render(result: ReplayResult, output: str) -> str:
 
 
 def run(settings: ReplaySettings, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
-    """The `vpa replay` command: 0 on success, 1 when the trace cannot be read, 2 when `--at` precedes it."""
+    """The `vpa replay` command: 0 on success, 2 for a trace that is missing or malformed (bad input, as a
+    bad flag) or `--at` before it, 1 when the file exists but cannot be read (permissions, I/O)."""
     out = stdout if stdout is not None else sys.stdout
     err = stderr if stderr is not None else sys.stderr
     if settings.list_recommenders:
@@ -648,8 +660,11 @@ def run(settings: ReplaySettings, stdout: TextIO | None = None, stderr: TextIO |
         return 0
     try:
         trace = read_trace(settings.trace_path)
-    except (TraceError, OSError, UnicodeDecodeError) as error:
+    except TraceError as error:
         err.write(f"vpa replay: {error}\n")
+        return 2
+    except OSError as error:
+        err.write(f"vpa replay: {settings.trace_path}: cannot read: {error.strerror or error}\n")
         return 1
     first = trace.timestamps[0]
     if settings.at is not None and settings.at < first:

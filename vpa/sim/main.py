@@ -42,16 +42,38 @@ def _webhook_service(text: str) -> tuple[tuple[str, str], tuple[str, int]]:
         raise argparse.ArgumentTypeError(f"expected NAMESPACE/NAME=HOST:PORT, got {text!r}") from None
 
 
+def _port(text: str) -> int:
+    """A TCP port: 0 (any free one) to 65535; anything else is refused rather than replaced."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{value} is not a port (0 for any free port, else 1-65535)")
+    return value
+
+
+def _output_file(text: str) -> Path:
+    """A file to write: its folder must exist (nothing is created on the user's behalf)."""
+    path = Path(text)
+    folder = path.parent
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a directory")
+    if not folder.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: no such directory {str(folder)!r} (create it first)")
+    return path
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="vpa sim",
         description="Run a simulated Kubernetes cluster (API server, controllers, nodes, metrics) over HTTPS "
         "on 127.0.0.1 until SIGTERM/SIGINT.",
     )
-    p.add_argument("--port", type=int, default=0, help="port to listen on (0: any free port)")
+    p.add_argument("--port", type=_port, default=0, help="port to listen on (0: any free port)")
     p.add_argument(
         "--kubeconfig-out",
-        type=Path,
+        type=_output_file,
         default=None,
         help="write the kubeconfig here (default: a temporary file, removed on exit)",
     )

@@ -221,7 +221,7 @@ def test_flags_of_unselected_components_are_accepted() -> None:
             lambda r: r.recommender.container_recommendation_max_allowed_memory_bytes,
             8 * 1024**3,
         ),
-        (["--kube-api-qps=-1"], lambda r: r.common.kube_api_qps, -1.0),
+        (["--kube-api-qps=0"], lambda r: r.common.kube_api_qps, 0.0),
         (["--eviction-rate-limit=0.5"], lambda r: r.updater.eviction_rate_limit, 0.5),
     ],
     ids=lambda value: " ".join(value) if isinstance(value, list) else "",

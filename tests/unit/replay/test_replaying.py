@@ -220,13 +220,13 @@ def test_malformed_traces_are_reported(tmp_path: Path, content: str, message: st
     with pytest.raises(TraceError, match=message):
         read_trace(path)
     err = io.StringIO()
-    assert run(ReplaySettings(trace_path=str(path)), stdout=io.StringIO(), stderr=err) == 1
+    assert run(ReplaySettings(trace_path=str(path)), stdout=io.StringIO(), stderr=err) == 2
     assert message.split(":")[0] in err.getvalue()
 
 
 def test_missing_and_unreadable_files(tmp_path: Path) -> None:
     err = io.StringIO()
-    assert run(ReplaySettings(trace_path=str(tmp_path / "nope.csv")), stderr=err) == 1
+    assert run(ReplaySettings(trace_path=str(tmp_path / "nope.csv")), stderr=err) == 2
     assert "no such trace file" in err.getvalue()
     broken = tmp_path / "broken.parquet"
     broken.write_bytes(b"not parquet")
