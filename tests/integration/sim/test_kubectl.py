@@ -21,8 +21,8 @@ from vpa.sim.contracts import SubresourceRequest
 
 REPO = Path(__file__).resolve().parents[3]
 KUBECTL = REPO / ".venv" / "bin" / "kubectl"
-# The upstream CRD file lives in the team's shared folder next to the checkout (skipped where absent).
-UPSTREAM_CRDS = REPO.parent / "shared" / "spec" / "upstream" / "vpa-v1-crd-gen.yaml"
+# Upstream's generated CRDs without their descriptions, kept with the tests.
+UPSTREAM_CRDS = REPO / "tests" / "data" / "upstream-vpa-v1-crd-schema.yaml"
 OWN_CRDS = REPO / "vpa" / "crds" / "vpa-v1.yaml"
 
 pytestmark = [
