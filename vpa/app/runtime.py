@@ -26,7 +26,6 @@ import signal
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -49,12 +48,13 @@ from vpa.kube.client import ClientOptions, KubeClient, api_path
 from vpa.kube.clocking import SimClock
 from vpa.kube.controllers import ControllerCaches
 from vpa.kube.eventing import EventRecorder
+from vpa.kube.kubeconfig import KubeconfigError
 from vpa.kube.leasing import LeaderElector
 from vpa.kube.ratelimiting import TokenBucket
 from vpa.kube.watching import WatchCache, counter_observer
 from vpa.model.clock import Clock, RealClock
 from vpa.model.pod import PodView
-from vpa.model.settings import LeaderElectionSettings, RunSettings, StartupError
+from vpa.model.settings import CommonSettings, LeaderElectionSettings, RunSettings, StartupError
 from vpa.model.vpa import VpaView
 
 if TYPE_CHECKING:
@@ -166,7 +166,7 @@ class Runtime:
             user_agent=f"vpa/{__version__}",
         )
         self.client = await _connect(
-            s.common.kubeconfig,
+            s.common,
             options,
             on_request=lambda method, code: self._requests.labels(code=str(code), method=method).inc(),
         )
@@ -446,32 +446,23 @@ def _one_line(error: BaseException) -> str:
     return " ".join(str(error).split()) or type(error).__name__
 
 
-def _check_kubeconfig_file(kubeconfig: str) -> None:
-    path = Path(kubeconfig)
-    if not path.exists():
-        raise StartupError(f"kubeconfig {kubeconfig} (--kubeconfig or $KUBECONFIG): no such file")
-    if not path.is_file():
-        raise StartupError(f"kubeconfig {kubeconfig} (--kubeconfig or $KUBECONFIG): not a file")
-
-
 async def _connect(
-    kubeconfig: str, options: ClientOptions, *, on_request: Callable[[str, int], None]
+    common: CommonSettings, options: ClientOptions, *, on_request: Callable[[str, int], None]
 ) -> KubeClient:
-    """The API client from `--kubeconfig` (or `$KUBECONFIG`, already folded in), else in-cluster config;
-    any failure is a `StartupError` naming the file (kubernetes-asyncio's own messages mislead: a missing
-    file is reported as one without `current-context`)."""
-    if kubeconfig:
-        _check_kubeconfig_file(kubeconfig)  # one stat at start-up, before the loop has other work
+    """The API client from the kubeconfig kubectl would use (`--kubeconfig`, `$KUBECONFIG`, `~/.kube/config`,
+    in-cluster; `--context`); any failure is a `StartupError` naming the file (kubernetes-asyncio's own
+    messages mislead: a missing file is reported as one without `current-context`)."""
     try:
-        return await KubeClient.from_config(RealClock(), options, kubeconfig=kubeconfig or None,
-                                            on_request=on_request)
+        return await KubeClient.from_config(
+            RealClock(), options, kubeconfig=common.kubeconfig or None,
+            kubeconfig_env=common.kubeconfig_env or None, context=common.context or None,
+            default_kubeconfig=common.default_kubeconfig, on_request=on_request,
+        )
+    except KubeconfigError as err:
+        raise StartupError(str(err)) from None
     except Exception as err:  # kubernetes-asyncio raises ConfigException, yaml and OS errors alike
-        if kubeconfig:
-            raise StartupError(
-                f"kubeconfig {kubeconfig} (--kubeconfig or $KUBECONFIG): cannot load: {_one_line(err)}"
-            ) from None
         raise StartupError(
-            "no kubeconfig: give --kubeconfig (or $KUBECONFIG), or run inside a cluster "
+            "no kubeconfig: give --kubeconfig (or $KUBECONFIG, or ~/.kube/config), or run inside a cluster "
             f"(in-cluster configuration: {_one_line(err)})"
         ) from None
 

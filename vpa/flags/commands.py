@@ -1,9 +1,9 @@
 """From argv and an environment mapping to `RunSettings` / `ReplaySettings` / `ReportSettings`.
 
-Owns: applying the flag table to a parsed command line, the environment fallbacks upstream has
-(`$KUBECONFIG`, `$NAMESPACE` for the status leases and the webhook Service, `$PROMETHEUS_USERNAME` and
-`$PROMETHEUS_PASSWORD`), the precedence of the per-component leader-election flags over the shared ones,
-deprecation warnings, and turning every rejection into one `UsageError` line.
+Owns: applying the flag table to a parsed command line, the environment fallbacks upstream and kubectl have
+(`$KUBECONFIG`, `$HOME` for `~/.kube/config`, `$NAMESPACE` for the status leases and the webhook Service,
+`$PROMETHEUS_USERNAME` and `$PROMETHEUS_PASSWORD`), the precedence of the per-component leader-election
+flags over the shared ones, deprecation warnings, and turning every rejection into one `UsageError` line.
 
 Must not: read `os.environ` or `sys.argv` (the caller passes them, so tests are hermetic), print, or exit.
 """
@@ -65,10 +65,17 @@ def _env_namespace(env: Mapping[str, str]) -> str:
     return env.get("NAMESPACE") or settings.DEFAULT_NAMESPACE
 
 
+def default_kubeconfig(env: Mapping[str, str]) -> str:
+    """`~/.kube/config` as kubectl finds it: under `$HOME` (empty without one)."""
+    home = env.get("HOME", "")
+    return f"{home.rstrip('/')}/.kube/config" if home else ""
+
+
 def _apply_env(targets: dict[str, object], env: Mapping[str, str]) -> None:
     """Upstream's environment fallbacks for flags left empty."""
     fallbacks = {
-        "common.kubeconfig": env.get("KUBECONFIG", ""),
+        "common.kubeconfig_env": env.get("KUBECONFIG", ""),
+        "common.default_kubeconfig": default_kubeconfig(env),
         "recommender.prometheus.username": env.get("PROMETHEUS_USERNAME", ""),
         "recommender.prometheus.password": env.get("PROMETHEUS_PASSWORD", ""),
         "updater.admission_controller_status_lease_namespace": _env_namespace(env),
@@ -157,6 +164,8 @@ def parse_run_args(argv: Sequence[str], env: Mapping[str, str]) -> settings.RunS
     if parsed.positionals:
         raise UsageError(f'unexpected argument "{parsed.positionals[0]}": vpa run takes only flags')
     targets = _targets(values, table.RUN_FLAGS)
+    targets.setdefault("common.kubeconfig_env", "")
+    targets.setdefault("common.default_kubeconfig", "")
     _apply_env(targets, env)
     try:
         return settings.RunSettings(
@@ -240,7 +249,10 @@ def parse_report_args(argv: Sequence[str], env: Mapping[str, str]) -> settings.R
         raise UsageError(f'unexpected argument "{parsed.positionals[0]}": vpa report takes only flags')
     try:
         return settings.ReportSettings(
-            kubeconfig=str(values["kubeconfig"]) or env.get("KUBECONFIG", ""),
+            kubeconfig=str(values["kubeconfig"]),
+            kubeconfig_env=env.get("KUBECONFIG", ""),
+            default_kubeconfig=default_kubeconfig(env),
+            context=str(values["context"]),
             namespace=str(values["namespace"]),
             output=values["output"],  # type: ignore[arg-type]
             output_file=str(values["output-file"]),

@@ -288,7 +288,10 @@ RUN_FLAGS: Final[tuple[FlagDef, ...]] = (
             "(follow the virtual clock the simulated cluster publishes at <apiserver>/sim/v1/clock).",
             "clock", addition=True, note="For `vpa sim` in another process; never needed in production."),
     FlagDef("kubeconfig", STRING, _C, "Path to a kubeconfig. Only required if out-of-cluster.",
-            "common.kubeconfig", note="Empty: `$KUBECONFIG` if set, else in-cluster configuration."),
+            "common.kubeconfig", note="Empty: `$KUBECONFIG` if set (a list of files, merged as kubectl "
+            "merges them), else `~/.kube/config` if it exists, else in-cluster configuration."),
+    FlagDef("context", STRING, _C, "The kubeconfig context to use. Empty: its current-context.",
+            "common.context", addition=True, note="As kubectl's --context."),
     FlagDef("kube-api-qps", FLOAT, _C, "QPS limit when making requests to the Kubernetes API server.",
             "common.kube_api_qps"),
     FlagDef("kube-api-burst", FLOAT, _C, "QPS burst limit when making requests to the Kubernetes API server.",
@@ -654,8 +657,11 @@ REPLAY_OWN_FLAGS: Final[tuple[FlagDef, ...]] = (
 )
 
 REPORT_FLAGS: Final[tuple[FlagDef, ...]] = (
-    FlagDef("kubeconfig", STRING, Group.REPORT, "Path to a kubeconfig. Empty: $KUBECONFIG if set, else the "
-            "in-cluster configuration.", None, default="", addition=True, setting_text="kubeconfig"),
+    FlagDef("kubeconfig", STRING, Group.REPORT, "Path to a kubeconfig. Empty: $KUBECONFIG if set (a list of "
+            "files, merged as kubectl merges them), else ~/.kube/config if it exists, else the in-cluster "
+            "configuration.", None, default="", addition=True, setting_text="kubeconfig"),
+    FlagDef("context", STRING, Group.REPORT, "The kubeconfig context to use. Empty: its current-context.",
+            None, default="", addition=True, setting_text="context"),
     FlagDef("namespace", STRING, Group.REPORT, "Only report the VPAs of this namespace. Empty: all "
             "namespaces.", None, default="", addition=True, setting_text="namespace"),
     FlagDef("output", choice(*settings.REPORT_OUTPUTS), Group.REPORT, "Output format: table, json, csv, or "

@@ -1,7 +1,8 @@
 """The one Kubernetes API client the process shares: configuration, raw JSON requests, watch streams.
 
-Owns: building a kubernetes-asyncio `ApiClient` from `--kubeconfig`, else the `KUBECONFIG` value the caller
-passes in, else the in-cluster service account; and `KubeClient`, a small facade that sends raw requests
+Owns: building a kubernetes-asyncio `ApiClient` from the kubeconfig kubectl would use (`vpa.kube.kubeconfig`:
+`--kubeconfig`, `$KUBECONFIG` as the caller passes it, `~/.kube/config`, else the in-cluster service account,
+and `--context`); and `KubeClient`, a small facade that sends raw requests
 on that client's aiohttp session with its TLS and auth, parses bodies with orjson, raises a typed
 `ApiError` for every non-2xx answer, bounds every request with client-side timeouts, sends every request
 through the QPS/burst `TokenBucket` (or, once the server shows it does API Priority and Fairness, through
@@ -32,6 +33,7 @@ from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
 from yarl import URL
 
+from vpa.kube import kubeconfig as kubeconfigs
 from vpa.kube.ratelimiting import ServerPacing, TokenBucket
 from vpa.model.clock import Clock
 
@@ -246,20 +248,28 @@ async def build_api_client(
     *,
     context: str | None = None,
     user_agent: str = _DEFAULT_USER_AGENT,
+    default_kubeconfig: str = "",
 ) -> k8s_client.ApiClient:
-    """An `ApiClient` from `--kubeconfig`, else `$KUBECONFIG` (passed in), else in-cluster config.
+    """An `ApiClient` from the kubeconfig kubectl would use (`vpa.kube.kubeconfig.choose`: `--kubeconfig`,
+    else `$KUBECONFIG` (passed in, a list merged as kubectl merges it), else `default_kubeconfig` when it
+    exists, else in-cluster config), at `context` or the current context. Raises
+    `kubeconfig.KubeconfigError` (one line naming the file) for a kubeconfig that cannot be used.
 
     Must run inside a running event loop (aiohttp binds its connector to it).
     """
     configuration = k8s_client.Configuration()
-    path = kubeconfig or kubeconfig_env
-    if path:
-        # persist_config=False: never rewrite the user's kubeconfig (read-only root filesystems too).
-        await k8s_config.load_kube_config(
-            config_file=path, context=context, client_configuration=configuration, persist_config=False
-        )
-    else:
+    choice = kubeconfigs.choose(kubeconfig or "", kubeconfig_env or "", default_kubeconfig)
+    if choice.in_cluster:
         k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+    else:
+        merged = kubeconfigs.load(choice, context or "")
+        try:
+            await k8s_config.load_kube_config_from_dict(
+                merged, context=context or None, client_configuration=configuration
+            )
+        except Exception as err:  # kubernetes-asyncio raises ConfigException and plain errors alike
+            detail = " ".join(str(err).split()) or type(err).__name__
+            raise kubeconfigs.KubeconfigError(f"{choice.describe()}: cannot load: {detail}") from None
     api = k8s_client.ApiClient(configuration)
     api.user_agent = user_agent
     return api
@@ -388,11 +398,13 @@ class KubeClient:
         kubeconfig_env: str | None = None,
         context: str | None = None,
         on_request: Callable[[str, int], None] | None = None,
+        default_kubeconfig: str = "",
     ) -> KubeClient:
         """Build the `ApiClient` (see `build_api_client`) and wrap it."""
         options = options or ClientOptions()
         api = await build_api_client(
-            kubeconfig, kubeconfig_env, context=context, user_agent=options.user_agent
+            kubeconfig, kubeconfig_env, context=context, user_agent=options.user_agent,
+            default_kubeconfig=default_kubeconfig,
         )
         return cls(api, clock, options, on_request=on_request)
 

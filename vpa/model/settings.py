@@ -143,7 +143,14 @@ class CommonSettings:
     """Flags all three upstream binaries share (`common/flags.go`, klog)."""
 
     kubeconfig: str = ""
-    """Path to a kubeconfig; empty means `$KUBECONFIG` if set (resolved by the CLI), else in-cluster."""
+    """Path to a kubeconfig (`--kubeconfig`); empty: `kubeconfig_env`, else `default_kubeconfig` if it exists,
+    else in-cluster, as kubectl."""
+    kubeconfig_env: str = ""
+    """`$KUBECONFIG`: a list of kubeconfig files (path-separator joined), merged as kubectl merges them."""
+    default_kubeconfig: str = ""
+    """`~/.kube/config` of the user's home (resolved by the CLI); used if it exists and nothing is given."""
+    context: str = ""
+    """The kubeconfig context to use (`--context`); empty is its current-context."""
     kube_api_qps: float = 50.0
     """Client-side request rate limit towards the API server (requests per second)."""
     kube_api_burst: float = 100.0
@@ -766,7 +773,13 @@ class ReportSettings:
     """Everything `vpa report` needs: where the cluster is, which namespace, which output, and where."""
 
     kubeconfig: str = ""
-    """Path to a kubeconfig; empty means `$KUBECONFIG` if set (resolved by the CLI), else in-cluster."""
+    """Path to a kubeconfig (`--kubeconfig`); empty: `kubeconfig_env`, `default_kubeconfig`, in-cluster."""
+    kubeconfig_env: str = ""
+    """`$KUBECONFIG` (a list of files, merged as kubectl merges them)."""
+    default_kubeconfig: str = ""
+    """`~/.kube/config` of the user's home, used when it exists and nothing else is set."""
+    context: str = ""
+    """The kubeconfig context (`--context`); empty is its current-context."""
     namespace: str = ""
     """Only VPAs in this namespace; empty is all namespaces."""
     output: ReportOutput = "table"

@@ -144,7 +144,7 @@ async def test_report_usage_and_configuration_errors_are_one_line(tmp_path: Path
     err = io.StringIO()
     missing = tmp_path / "nope.yaml"
     assert cli.main(["report", f"--kubeconfig={missing}"], {}, stdout=out, stderr=err) == 2
-    assert err.getvalue() == f"vpa report: --kubeconfig: {missing}: no such file\n"
+    assert err.getvalue() == f"vpa report: kubeconfig {missing} (--kubeconfig): no such file\n"
 
 
 def _chromium() -> str | None:
@@ -224,5 +224,5 @@ def test_report_outside_a_cluster_without_kubeconfig_is_one_line(monkeypatch: py
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     out, err = io.StringIO(), io.StringIO()
     assert cli.main(["report"], {}, stdout=out, stderr=err) == 2
-    assert err.getvalue().startswith("vpa report: no --kubeconfig and no $KUBECONFIG, and the in-cluster")
+    assert err.getvalue().startswith("vpa report: no --kubeconfig, no $KUBECONFIG, no ~/.kube/config, and the in-cluster")
     assert err.getvalue().count("\n") == 1

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import signal
+import socket
 import subprocess
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -20,3 +23,39 @@ def vpa(args: Sequence[str], *, env: Mapping[str, str] | None = None, timeout: f
         [sys.executable, "-m", "vpa.cli", *args], capture_output=True, text=True, timeout=timeout,
         env=environment, cwd=cwd or REPO, check=False,
     )
+
+
+class SimProcess:
+    """`vpa sim` in a child process on a free port, its kubeconfig in `folder`; stopped with SIGTERM."""
+
+    def __init__(self, folder: Path, *args: str) -> None:
+        self.kubeconfig = folder / "sim.kubeconfig"
+        self.log = folder / "sim.log"
+        self._log_file = self.log.open("w")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "vpa.cli", "sim", "--kubeconfig-out", str(self.kubeconfig), *args],
+            stdout=self._log_file, stderr=subprocess.STDOUT, cwd=REPO,
+        )
+        deadline = time.monotonic() + 60
+        while not (self.kubeconfig.exists() and "API server:" in self.log.read_text()):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"vpa sim did not start: {self.log.read_text()}")
+            time.sleep(0.1)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self._log_file.close()
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

@@ -69,8 +69,10 @@ def test_all_alpha_through_the_command_line() -> None:
 
 EnvCase = tuple[list[str], dict[str, str], Callable[[RunSettings], object], object]
 ENV_CASES: dict[str, EnvCase] = {
-    "kubeconfig-env": ([], {"KUBECONFIG": "/k"}, lambda r: r.common.kubeconfig, "/k"),
-    "kubeconfig-flag-wins": (["--kubeconfig=/f"], {"KUBECONFIG": "/k"}, lambda r: r.common.kubeconfig, "/f"),
+    "kubeconfig-env": ([], {"KUBECONFIG": "/k:/l"}, lambda r: r.common.kubeconfig_env, "/k:/l"),
+    "kubeconfig-flag": (["--kubeconfig=/f"], {"KUBECONFIG": "/k"}, lambda r: r.common.kubeconfig, "/f"),
+    "kubeconfig-home": ([], {"HOME": "/h"}, lambda r: r.common.default_kubeconfig, "/h/.kube/config"),
+    "context": (["--context=prod"], {}, lambda r: r.common.context, "prod"),
     "kubeconfig-none": ([], {}, lambda r: r.common.kubeconfig, ""),
     "status-lease-ns-env": ([], {"NAMESPACE": "vpa"}, lambda r: r.admission.status_lease_namespace, "vpa"),
     "status-lease-ns-flag": (

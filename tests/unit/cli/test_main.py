@@ -192,9 +192,9 @@ def test_report_hands_settings_to_the_report_tool(monkeypatch: pytest.MonkeyPatc
     module.run = entry  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "vpa.app.report", module)
     assert call(["report", "--namespace=shop", "--output", "html"], env={"KUBECONFIG": "/k"})[0] == 0
-    assert call(["report", "--kubeconfig=/other", "--output-file=r.csv", "--output=csv"])[0] == 0
-    assert calls == [ReportSettings(kubeconfig="/k", namespace="shop", output="html"),
-                     ReportSettings(kubeconfig="/other", output="csv", output_file="r.csv")]
+    assert call(["report", "-kubeconfig=/other", "-context=c", "-output-file=r.csv", "-output=csv"])[0] == 0
+    assert calls == [ReportSettings(kubeconfig_env="/k", namespace="shop", output="html"),
+                     ReportSettings(kubeconfig="/other", context="c", output="csv", output_file="r.csv")]
     status, out, _ = call(["report", "--help"])
     assert status == 0
     assert "--output-file" in out
