@@ -1,8 +1,8 @@
 """Composition root (layer L4): `run(settings)` is what `vpa run` calls.
 
-Owns: process set-up (log configuration, uvloop), choosing which components run from `--components`, and
-handing them to `vpa.app.runtime.Runtime`, which builds the shared client, caches, health server and
-leader electors and supervises everything until a signal.
+Owns: process set-up (log configuration, the start-up checks of `vpa.app.preflight`, uvloop), choosing
+which components run from `--components`, and handing them to `vpa.app.runtime.Runtime`, which builds the
+shared client, caches, health server and leader electors and supervises everything until a signal.
 
 Must not: parse argv or environment (that is `vpa.cli`), or hold decisions (that is `vpa.logic`).
 """
@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 import structlog
 import uvloop
 
-from vpa.app import logs
+from vpa.app import logs, preflight
 from vpa.app.runtime import ComponentSpec, Runtime
 from vpa.components import health, recommendation_metrics, updater, webhook
 from vpa.components.context import ComponentContext
@@ -86,6 +86,7 @@ def run(settings: RunSettings) -> int:
     for warning in settings.warnings:
         log.warning(warning)
     try:
+        preflight.check(settings)  # before anything is written to the cluster
         return uvloop.run(Runtime(settings, components=build_components(settings)).run())
     except StartupError as error:
         print(f"vpa run: {error}", file=sys.stderr, flush=True)

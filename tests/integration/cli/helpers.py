@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -59,3 +67,18 @@ def closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def api_get(kubeconfig: Path, path: str) -> tuple[int, dict[str, Any]]:
+    """GET `path` from the API server of a simulator kubeconfig (its CA and token): (status, JSON body)."""
+    config = yaml.safe_load(kubeconfig.read_text())
+    cluster = config["clusters"][0]["cluster"]
+    context = ssl.create_default_context(
+        cadata=base64.b64decode(cluster["certificate-authority-data"]).decode())
+    token = config["users"][0]["user"]["token"]
+    request = urllib.request.Request(cluster["server"] + path, headers={"Authorization": f"Bearer {token}"})
+    try:
+        with urllib.request.urlopen(request, context=context, timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read() or b"{}")
