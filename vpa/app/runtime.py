@@ -193,7 +193,7 @@ class Runtime:
             self.health_state, self.registry, address=s.address, profiling=s.common.profiling,
             stalls=self._stall_probe.render if self._stall_probe is not None else None,
         )
-        self.events = EventRecorder(self.client, self.clock, component="vpa")
+        self.events = EventRecorder(self.client, self.clock, component="vpa", stamp_clock=RealClock())
 
     def _build_caches(self) -> SharedCaches:
         assert self.client is not None

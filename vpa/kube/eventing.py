@@ -77,6 +77,7 @@ class _Pending:
     reason: str
     message: str
     at: float  # clock.now() when recorded
+    stamp: float  # stamp_clock.now() when recorded: the Event's timestamps
 
 
 @dataclass(slots=True)
@@ -115,9 +116,13 @@ class EventRecorder:
         spam_burst: int = 25,
         spam_qps: float = 1.0 / 300.0,
         write_timeout_s: float = 10.0,
+        stamp_clock: Clock | None = None,
     ) -> None:
         self._client = client
         self._clock = clock
+        # The Events' timestamps: people read them with kubectl, which compares them with the wall clock, so
+        # a process on a simulated clock stamps them with the wall clock (else "337d" ages).
+        self._stamp_clock = stamp_clock if stamp_clock is not None else clock
         self.component = component
         self.host = host if host is not None else socket.gethostname()
         self._queue: asyncio.Queue[_Pending] = asyncio.Queue(maxsize=queue_size)
@@ -135,7 +140,7 @@ class EventRecorder:
     def record(self, ref: ObjectRef, type_: EventType, reason: str, message: str) -> bool:
         """Queue an Event; never blocks. Returns False (and counts it) when the queue is full. Callable from
         another thread's loop (the admission webhook's): the Event is then handed to `run()`'s loop."""
-        pending = _Pending(ref, type_, reason, message, self._clock.now())
+        pending = _Pending(ref, type_, reason, message, self._clock.now(), self._stamp_clock.now())
         loop = self._loop
         if loop is not None and not loop.is_closed() and _running_loop() is not loop:
             loop.call_soon_threadsafe(self._enqueue, pending)
@@ -221,7 +226,7 @@ class EventRecorder:
             self.stats.throttled += 1
             return
         namespace = item.ref.namespace or "default"
-        now = _rfc3339(item.at)
+        now = _rfc3339(item.stamp)
         seen = self._seen.get(key)
         if seen is not None and item.at - seen.last_seen <= self._window_s:
             seen.count += 1

@@ -20,6 +20,8 @@ EVICTED_BY_VPA_MESSAGE: Final = "Pod was evicted by VPA Updater to apply resourc
 EVICTED_POD: Final = "EvictedPod"
 IN_PLACE_RESIZED: Final = "InPlaceResizedByVPA"
 IN_PLACE_RESIZED_MESSAGE: Final = "Pod was resized in place by VPA Updater."
+# Ours, on the VPA (as upstream's EvictedPod is for evictions): `kubectl describe vpa` shows in-place resizes.
+IN_PLACE_RESIZED_POD: Final = "InPlaceResizedPod"
 IN_PLACE_SKIPPED: Final = "InPlaceResizeSkipped"
 IN_PLACE_SKIPPED_MESSAGE: Final = (
     "Previously recorded in-place update was infeasible, current recommendation is not lower than "

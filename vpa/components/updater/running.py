@@ -21,6 +21,7 @@ from vpa.components.updater.updater import Updater
 from vpa.kube.controllers import ControllerCaches
 from vpa.kube.eventing import EventRecorder
 from vpa.logic.updater.reactive import prompts_in_place
+from vpa.model.clock import RealClock
 from vpa.model.vpa import VpaView
 
 log = structlog.get_logger(__name__)
@@ -64,7 +65,8 @@ async def run(ctx: ComponentContext, *, metrics: UpdaterMetrics | None = None,
               trigger: Trigger | None = None) -> None:
     """The updater's elected work: its event recorder, then the loop. The controller/LimitRange caches are
     the process's shared ones (synced before this starts); a context without them gets caches of its own."""
-    events = EventRecorder(ctx.client, ctx.clock, component=EVENT_SOURCE)
+    # Stamped with the wall clock, which kubectl compares them with, even on a simulated clock.
+    events = EventRecorder(ctx.client, ctx.clock, component=EVENT_SOURCE, stamp_clock=RealClock())
     background = [asyncio.ensure_future(events.run())]
     controllers = ctx.controllers
     if controllers is None:

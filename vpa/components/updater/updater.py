@@ -51,6 +51,7 @@ from vpa.components.updater.events import (
     IN_PLACE_GATE_OFF_MESSAGE,
     IN_PLACE_RESIZED,
     IN_PLACE_RESIZED_MESSAGE,
+    IN_PLACE_RESIZED_POD,
     IN_PLACE_SKIPPED,
     IN_PLACE_SKIPPED_MESSAGE,
     IN_PLACE_UPDATE_ERROR,
@@ -513,6 +514,11 @@ class Updater:
             if not marked.ok:
                 log.warning("annotate_in_place_updated_failed", pod=pod.key, error=marked.message)
             self.events.normal(pod_ref(pod), IN_PLACE_RESIZED, IN_PLACE_RESIZED_MESSAGE)
+            self.events.normal(
+                vpa_ref(vpa),
+                IN_PLACE_RESIZED_POD,
+                f"VPA Updater resized Pod {pod.name} in place to apply resource recommendation.",
+            )
             self.metrics.in_place_updated.labels(
                 vpa_size_log2=entry.size, vpa_name=vpa.name, vpa_namespace=vpa.namespace
             ).inc()
