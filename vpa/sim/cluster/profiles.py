@@ -9,7 +9,8 @@ Annotation `sim.vpa.dev/usage` on a pod (or on a workload's pod template, which 
     {"<container name>": {"cpu": PROFILE, "memory": PROFILE}}      # either key may be omitted
     {"<container name>": {"trace": {"path": ..., "key": ...}}}       # both resources from one trace key
 
-PROFILE is one of (amounts are Kubernetes quantities, as strings, or plain numbers in cores / bytes):
+PROFILE is one of (amounts are Kubernetes quantities, as strings, or plain numbers in cores / bytes; a bare
+amount, `"cpu": "500m"`, is the constant profile):
 
     {"type": "constant", "value": "250m"}
     {"type": "daily", "base": "500m", "amplitude": "300m", "peak_hour": 14}     # sinusoid over 24 h (UTC)
@@ -303,14 +304,17 @@ def pick_key(choices: list[str], seed: str) -> str:
 
 
 def parse_profile(
-    resource: str, spec: Mapping[str, Any], what: str, traces: TraceCache | None = None, seed: str = ""
+    resource: str, spec: Mapping[str, Any] | str | float, what: str, traces: TraceCache | None = None,
+    seed: str = "",
 ) -> Profile:
     """Build a profile from its JSON form; raises ProfileError naming `what` (container/resource).
 
     A trace profile names its key (`"key": "vm-17"`), a list to pick from (`"keys": [...]`) or every key in
     the file (`"key": "*"`); a pick is a hash of `seed`, so each pod of a Deployment replays its own key."""
+    if isinstance(spec, str | int | float) and not isinstance(spec, bool):
+        return Constant(_amount(resource, spec, what))  # the short form: `"cpu": "500m"` is a constant
     if not isinstance(spec, Mapping):
-        raise ProfileError(f"{what}: profile must be an object")
+        raise ProfileError(f"{what}: profile must be an object or a quantity")
     kind = spec.get("type", "constant")
 
     def amt(name: str, default: object = None) -> float:

@@ -35,7 +35,7 @@ class UsageRegistry:
         self.default_fraction = default_fraction
         self.traces = TraceCache(trace_dir)
         self._overrides: dict[tuple[str, str, str], UsageProfile] = {}
-        self._parsed: dict[str, dict[str, UsageProfile]] = {}
+        self._parsed: dict[str, tuple[str | None, dict[str, UsageProfile]]] = {}
 
     def set_usage(self, namespace: str, pod: str, container: str, profile: UsageProfile) -> None:
         self._overrides[(namespace, pod, container)] = profile
@@ -46,9 +46,11 @@ class UsageRegistry:
     def _annotated(self, pod: Mapping[str, Any]) -> dict[str, UsageProfile]:
         md = pod.get("metadata") or {}
         uid = md.get("uid") or ""
-        parsed = self._parsed.get(uid)
+        text = (md.get("annotations") or {}).get(ANNOTATION)
+        cached = self._parsed.get(uid)
+        # Keyed by the annotation's text too: `kubectl annotate` on a running pod changes its usage.
+        parsed = cached[1] if cached is not None and cached[0] == text else None
         if parsed is None:
-            text = (md.get("annotations") or {}).get(ANNOTATION)
             parsed = {}
             if text:
                 try:
@@ -57,7 +59,7 @@ class UsageRegistry:
                     log.warning(
                         "pod %s/%s: ignoring %s: %s", md.get("namespace"), md.get("name"), ANNOTATION, err
                     )
-            self._parsed[uid] = parsed
+            self._parsed[uid] = (text, parsed)
         return parsed
 
     def profile(
