@@ -318,6 +318,7 @@ class Runtime:
             log.info(
                 "vpa started",
                 version=__version__,
+                server=self.client.host if self.client is not None else "",
                 components=sorted(self.settings.components),
                 address=self.settings.address,
                 health_port=self.health_server.port,

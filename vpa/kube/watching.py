@@ -34,6 +34,7 @@ import structlog
 
 from vpa.aio.cancelling import cancel_and_wait
 from vpa.aio.pacing import paced
+from vpa.kube import reachability
 from vpa.kube.client import ApiError, Gone, KubeClient, Query
 from vpa.kube.paging import PagedList
 from vpa.model.clock import Clock, RealClock
@@ -267,6 +268,7 @@ class WatchCache(Generic[T]):
             try:
                 if need_list:
                     await self._list_and_replace()
+                    reachability.for_server(self._client.host).answered()
                     need_list = False
                     failures = 0
                 progressed = await self._watch_once()
@@ -298,7 +300,12 @@ class WatchCache(Generic[T]):
                 self._count("errors")
                 delay = self._backoff_s(failures)
                 failures += 1
-                log.warning(
+                # No answer at all is said once per outage, naming the server (`reachability`); each
+                # cache's own retry is then a debug line.
+                transport = isinstance(exc, ApiError) and exc.is_transport
+                if transport:
+                    reachability.for_server(self._client.host).failed(exc)
+                (log.debug if transport else log.warning)(
                     "watch_cache_error",
                     cache=self.name,
                     error=f"{type(exc).__name__}: {exc}",

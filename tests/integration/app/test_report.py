@@ -224,5 +224,6 @@ def test_report_outside_a_cluster_without_kubeconfig_is_one_line(monkeypatch: py
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     out, err = io.StringIO(), io.StringIO()
     assert cli.main(["report"], {}, stdout=out, stderr=err) == 2
-    assert err.getvalue().startswith("vpa report: no --kubeconfig, no $KUBECONFIG, no ~/.kube/config, and the in-cluster")
+    assert err.getvalue().startswith(
+        "vpa report: no --kubeconfig, no $KUBECONFIG, no ~/.kube/config, and the in-cluster")
     assert err.getvalue().count("\n") == 1
