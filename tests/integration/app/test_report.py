@@ -122,7 +122,7 @@ async def test_report_json_csv_and_table_from_a_simulated_cluster() -> None:
         code, out, err = await _report(cluster)
         assert (code, err) == (0, "")
         assert "Deployment/web" in out
-        assert "+0.6" in out
+        assert "+600m" in out
         assert "+256Mi" in out
         assert "Savings per namespace" in out
         assert "last action: InPlaceResizedByVPA Pod/web-" in out

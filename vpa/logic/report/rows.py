@@ -7,7 +7,9 @@ the sums behind the difference "current requests minus target" over the pods tha
 (positive: requested more than recommended, the "savings"; negative: running below the recommendation);
 `last_action` — the newest event that tells what the updater did to the VPA or one of its pods (in-place
 resize, eviction, skipped resize) and why; `vpa_report` to put one VPA's part together; and
-`namespace_totals`, the per-namespace sums; and `PodIndex`, which finds the pods a VPA's selector matches.
+`namespace_totals`, the per-namespace sums; `pod_requests` and `action_marks`, what the per-workload chart
+draws (each live pod's requests since it started, and every action on the time axis); and `PodIndex`,
+which finds the pods a VPA's selector matches.
 
 Amounts are exact integers (millicores, bytes), as everywhere in vpa; a difference is None when the
 recommendation or every pod's request for that resource is missing.
@@ -82,6 +84,25 @@ class Action:
 
 
 @dataclass(frozen=True, slots=True)
+class PodRequests:
+    """One live pod of a VPA for the per-workload chart: since when it runs and what each container
+    requests now (the API holds no older requests; the actions say when they changed)."""
+
+    name: str
+    since: float
+    requests: tuple[tuple[str, Resources], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ActionMark:
+    """An updater action on the chart's time axis: when, which event reason, about which object."""
+
+    timestamp: float
+    reason: str
+    object_name: str
+
+
+@dataclass(frozen=True, slots=True)
 class VpaReport:
     """One VPA's line of the report. `workload` is `Kind/name` of the targetRef ("" without one);
     `target_problem` says why its pods could not be found (the ConfigUnsupported wording), else ""."""
@@ -94,6 +115,10 @@ class VpaReport:
     conditions: tuple[Condition, ...]
     last_action: Action | None
     target_problem: str = ""
+    pods_seen: tuple[PodRequests, ...] = ()
+    """The VPA's live pods, for the chart of requests against the recommendation over time."""
+    actions: tuple[ActionMark, ...] = ()
+    """Every action event about the VPA or its pods, oldest first."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,6 +247,34 @@ def _event_time(event: EventView) -> float:
     return event.last_timestamp if event.last_timestamp is not None else event.creation_timestamp
 
 
+def _about(vpa: VpaView, pod_names: set[str], event: EventView) -> bool:
+    if event.reason not in ACTION_REASONS or event.involved_namespace != vpa.namespace:
+        return False
+    about_vpa = event.involved_kind == VPA_KIND and event.involved_name == vpa.name
+    about_pod = event.involved_kind == POD_KIND and event.involved_name in pod_names
+    return about_vpa or about_pod
+
+
+def action_marks(
+    vpa: VpaView, pods: Sequence[PodView], events: Iterable[EventView]
+) -> tuple[ActionMark, ...]:
+    """Every action event about `vpa` or one of `pods`, oldest first."""
+    pod_names = {p.name for p in pods}
+    marks = [ActionMark(_event_time(e), e.reason, e.involved_name)
+             for e in events if _about(vpa, pod_names, e)]
+    return tuple(sorted(marks, key=lambda mark: mark.timestamp))
+
+
+def pod_requests(pods: Sequence[PodView]) -> tuple[PodRequests, ...]:
+    """The live pods, oldest first, with each container's current requests."""
+    live = sorted((p for p in pods if not p.is_terminating), key=lambda p: (p.creation_timestamp, p.name))
+    return tuple(
+        PodRequests(pod.name, pod.creation_timestamp,
+                    tuple((name, pod.current_requests(name)) for name in _pod_containers(pod)))
+        for pod in live
+    )
+
+
 def last_action(vpa: VpaView, pods: Sequence[PodView], events: Iterable[EventView]) -> Action | None:
     """The newest action event about `vpa` (kind VerticalPodAutoscaler, its name) or about one of `pods`
     (kind Pod, their names), among `ACTION_REASONS`; None when there is none. Ties go to the later one
@@ -245,6 +298,7 @@ def last_action(vpa: VpaView, pods: Sequence[PodView], events: Iterable[EventVie
 def vpa_report(
     vpa: VpaView, pods: Sequence[PodView], events: Iterable[EventView], *, target_problem: str = ""
 ) -> VpaReport:
+    events = tuple(events)
     ref = vpa.target_ref
     return VpaReport(
         namespace=vpa.namespace,
@@ -255,6 +309,8 @@ def vpa_report(
         conditions=vpa.status.conditions,
         last_action=last_action(vpa, pods, events),
         target_problem=target_problem,
+        pods_seen=pod_requests(pods),
+        actions=action_marks(vpa, pods, events),
     )
 
 

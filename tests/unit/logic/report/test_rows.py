@@ -171,9 +171,16 @@ def test_cores(millicores: int | None, text: str) -> None:
     assert report_output.cores(millicores) == text
 
 
-@pytest.mark.parametrize(("value", "text"), [(256 * MI, "256Mi"), (1536 * MI, "1.5Gi"), (-128 * MI, "-128Mi"),
-                                             (1000, "1000"), (MI + MI // 2, "1.5Mi"), (None, "")])
-def test_memory(value: int | None, text: str) -> None:
+@pytest.mark.parametrize(("millicores", "text"), [(25, "25m"), (250, "250m"), (2000, "2"), (1500, "1500m"),
+                                                  (-250, "-250m"), (0, "0"), (None, "")])
+def test_cpu_as_kubectl_prints_it(millicores: int | None, text: str) -> None:
+    assert report_output.cpu(millicores) == text
+
+
+@pytest.mark.parametrize(("value", "text"), [(256 * MI, "256Mi"), (1536 * MI, "1536Mi"), (2 * 1024 * MI, "2Gi"),
+                                             (-128 * MI, "-128Mi"), (1000, "1000"), (64 * 1024, "64Ki"),
+                                             (MI + MI // 2, "1.5Mi"), (272061154, "259.5Mi"), (None, "")])
+def test_memory_as_kubectl_prints_it(value: int | None, text: str) -> None:
     assert report_output.memory(value) == text
 
 
@@ -210,10 +217,11 @@ def test_csv_output_has_one_line_per_container_and_numbers_for_spreadsheets() ->
 def test_table_output() -> None:
     reports, totals = _sample()
     text = report_output.render("table", reports, totals, 0.0)
-    assert "0.5/2" in text
-    assert "0.2 [0.1-0.4]" in text
-    assert "+0.3" in text
+    assert "500m/2" in text
+    assert "200m [100m-400m]" in text
+    assert "+300m" in text
     assert "+128Mi" in text
+    assert "0.2" not in text  # no CPU in cores where kubectl shows millicores
     assert "last action: EvictedPod VerticalPodAutoscaler/web<script> at 2026-01-01T00:00:00Z" in text
     assert "No VerticalPodAutoscalers found." in report_output.render("table", [], (), 0.0)
 
@@ -226,7 +234,10 @@ def test_html_output_is_escaped_and_self_contained() -> None:
     assert "web\\u003cscript>" in page
     assert "http://" not in page
     assert "https://" not in page
-    assert page.count("<svg") == 2
+    assert page.count('<svg class="timeline"') == 2  # the workload's CPU and memory over time
+    assert page.count("<svg") == 4
+    assert "500m" in page
+    assert "0.5<" not in page
 
 
 def test_unknown_output() -> None:
