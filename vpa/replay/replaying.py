@@ -541,12 +541,12 @@ def human_memory(value: int | None) -> str:
 
 
 def human_cpu(millicores: int | None) -> str:
-    """Millicores for a reader: `250m`, `1.5` cores from 1000 m, `-150m`."""
+    """Millicores as kubectl prints them: `250m`, `1500m`, whole cores as `2`, `-150m`."""
     if millicores is None:
         return "-"
-    if abs(millicores) >= 1000:
-        return f"{millicores / 1000:.3f}".rstrip("0").rstrip(".")
-    return f"{millicores}m"
+    if millicores != 0 and millicores % 1000 == 0:
+        return str(millicores // 1000)
+    return f"{millicores}m" if millicores else "0"
 
 
 def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
