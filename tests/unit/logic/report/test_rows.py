@@ -177,9 +177,10 @@ def test_cpu_as_kubectl_prints_it(millicores: int | None, text: str) -> None:
     assert report_output.cpu(millicores) == text
 
 
-@pytest.mark.parametrize(("value", "text"), [(256 * MI, "256Mi"), (1536 * MI, "1536Mi"), (2 * 1024 * MI, "2Gi"),
-                                             (-128 * MI, "-128Mi"), (1000, "1000"), (64 * 1024, "64Ki"),
-                                             (MI + MI // 2, "1.5Mi"), (272061154, "259.5Mi"), (None, "")])
+@pytest.mark.parametrize(("value", "text"), [
+    (256 * MI, "256Mi"), (1536 * MI, "1536Mi"), (2 * 1024 * MI, "2Gi"), (-128 * MI, "-128Mi"), (1000, "1000"),
+    (64 * 1024, "64Ki"), (MI + MI // 2, "1.5Mi"), (272061154, "259.5Mi"), (None, ""),
+])
 def test_memory_as_kubectl_prints_it(value: int | None, text: str) -> None:
     assert report_output.memory(value) == text
 
