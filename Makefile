@@ -5,7 +5,7 @@ PYTEST_ARGS ?=
 HELM    := .tools/helm/helm
 KUBE_VERSION := 1.35.0
 
-.PHONY: setup demo run lint typecheck imports test check e2e e2e-kind e2e-cluster control-plane bench tools tools-optional chart chart-docs flags-doc clean
+.PHONY: setup demo run lint typecheck imports test check e2e e2e-kind e2e-cluster control-plane upstream bench tools tools-optional chart chart-docs flags-doc clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -58,6 +58,11 @@ e2e-kind:
 # hack/cluster/go.mod, and etcd), built from the published Go modules into .tools/cluster/bin; cached.
 control-plane:
 	bash hack/cluster/build.sh
+
+# Upstream VPA's own recommender, updater and admission-controller (the release hack/upstream/go.mod pins),
+# built from the published Go module into .tools/upstream/<version>/bin; cached. The differential suite's oracle.
+upstream:
+	bash hack/upstream/build.sh
 
 bench: setup
 	$(PY) -m benchmarks
