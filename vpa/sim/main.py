@@ -17,6 +17,8 @@ import argparse
 import asyncio
 import signal
 import sys
+import time
+from datetime import datetime
 from pathlib import Path
 
 import structlog
@@ -24,6 +26,7 @@ import uvloop
 
 from vpa.aio.cancelling import cancel_and_wait
 from vpa.aio.heap import HeapKeeper
+from vpa.model.clock import VirtualClock
 from vpa.sim.apiserver.harness import SUPPORTED_VERSIONS, SimCluster
 from vpa.sim.contracts import ApiError
 from vpa.sim.kubernetes.cluster import RealCluster
@@ -64,6 +67,21 @@ def _output_file(text: str) -> Path:
     return path
 
 
+def _start_time(text: str) -> str | float:
+    """`now` (resolved when the cluster starts) or an RFC 3339 time as POSIX seconds."""
+    if text == "now":
+        return text
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        parsed = None
+    if parsed is None or parsed.tzinfo is None:
+        raise argparse.ArgumentTypeError(
+            f"expected 'now' or an RFC 3339 time with a zone (2026-01-01T00:00:00Z), got {text!r}"
+        )
+    return parsed.timestamp()
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="vpa sim",
@@ -85,6 +103,14 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=1.0,
         help="virtual seconds per real second (0 freezes time; advance it via /sim/v1/clock/advance)",
+    )
+    p.add_argument(
+        "--start-time",
+        type=_start_time,
+        default=None,
+        metavar="now|RFC3339",
+        help="where the virtual clock starts: 'now' (wall time; with --time-scale 1 it stays on wall time, "
+        "as clients with their own clock expect) or an RFC 3339 time (default 2026-01-01T00:00:00Z)",
     )
     p.add_argument(
         "--kubernetes-version",
@@ -181,11 +207,15 @@ async def _serve(args: argparse.Namespace) -> int:
             metrics_resolution_s=args.metrics_resolution,
         )
         return await _run(cluster)
+    start = time.time() if args.start_time == "now" else args.start_time
+    clock = VirtualClock(time_scale=args.time_scale)
+    if start is not None:
+        clock = VirtualClock(start, args.time_scale)
     cluster = SimCluster(
         nodes=args.nodes,
         node_cpu=args.node_cpu,
         node_memory=args.node_memory,
-        time_scale=args.time_scale,
+        clock=clock,
         kubernetes_version=args.kubernetes_version,
         vpa_crds=not args.no_vpa_crds,
         behaviour=not args.no_behaviour,
@@ -206,6 +236,8 @@ def _real_only_conflicts(args: argparse.Namespace) -> str:
         return "--port: the real kube-apiserver picks a free loopback port (use --kubeconfig-out to find it)"
     if args.time_scale != 1.0:
         return "--time-scale: a real control plane runs on real time (1)"
+    if args.start_time not in (None, "now"):
+        return "--start-time: a real control plane runs on wall time (now)"
     if args.kubernetes_version != "1.35":
         return "--kubernetes-version: the real control plane is the release hack/cluster/go.mod pins (1.35)"
     return ""

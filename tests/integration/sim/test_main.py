@@ -121,6 +121,64 @@ def test_flags_parse() -> None:
         build_parser().parse_args(["--kubernetes-version", "1.20"])
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("now", "now"),
+        ("2026-03-01T12:00:00Z", 1_772_366_400.0),
+        ("2026-03-01T13:00:00+01:00", 1_772_366_400.0),
+    ],
+)
+def test_start_time_parses_now_and_rfc3339(text: str, expected: object) -> None:
+    assert build_parser().parse_args(["--start-time", text]).start_time == expected
+
+
+@pytest.mark.parametrize("text", ["yesterday", "2026-03-01T12:00:00", ""])
+def test_start_time_rejects_other_text(text: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        build_parser().parse_args(["--start-time", text])
+    assert exc.value.code == 2
+    assert "--start-time" in capsys.readouterr().err
+
+
+async def _clock(info: dict[str, str], tmp_path: Path) -> dict[str, float]:
+    kubeconfig = yaml.safe_load((tmp_path / "kc").read_text())
+    ca_pem = base64.b64decode(kubeconfig["clusters"][0]["cluster"]["certificate-authority-data"])
+    ctx = ssl.create_default_context(cadata=ca_pem.decode())
+    async with (
+        aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx)) as s,
+        s.get(f"{info['API server']}/sim/v1/clock") as r,
+    ):
+        body: dict[str, float] = await r.json()
+        return body
+
+
+@pytest.mark.parametrize(
+    ("flags", "wall"),
+    [
+        (("--start-time", "now", "--time-scale", "1"), True),
+        (("--start-time", "2030-01-01T00:00:00Z", "--time-scale", "0"), False),
+        (("--time-scale", "0"), False),
+    ],
+)
+async def test_start_time_sets_the_virtual_clock(tmp_path: Path, flags: tuple[str, ...], wall: bool) -> None:
+    proc, info = await _start(tmp_path, "--no-behaviour", *flags)
+    try:
+        await asyncio.sleep(1.0)
+        clock = await _clock(info, tmp_path)
+        if wall:
+            # On wall time and staying there: a second later it still matches the wall clock.
+            assert abs(clock["now"] - time.time()) < 0.5
+        elif "--start-time" in flags:
+            assert clock["now"] == 1_893_456_000.0
+        else:
+            assert clock["now"] == 1_767_225_600.0  # the default start, 2026-01-01T00:00:00Z
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        rc = await asyncio.wait_for(proc.wait(), 15)
+    assert rc == 0
+
+
 @pytest.mark.kubectl
 @pytest.mark.skipif(not KUBECTL.exists(), reason="kubectl not installed")
 async def test_vpa_sim_with_cluster_behaviour_and_clock_endpoints(tmp_path: Path) -> None:
