@@ -5,7 +5,7 @@ PYTEST_ARGS ?=
 HELM    := .tools/helm/helm
 KUBE_VERSION := 1.35.0
 
-.PHONY: setup demo run lint typecheck imports test check e2e e2e-kind e2e-cluster control-plane upstream sim-protobuf bench tools tools-optional chart chart-docs flags-doc clean
+.PHONY: setup demo run lint typecheck imports test check e2e e2e-kind e2e-cluster control-plane upstream differential sim-protobuf bench tools tools-optional chart chart-docs flags-doc clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -63,6 +63,12 @@ control-plane:
 # built from the published Go module into .tools/upstream/<version>/bin; cached. The differential suite's oracle.
 upstream:
 	bash hack/upstream/build.sh
+
+# Upstream's binaries and ours side by side on the same cluster (tests/differential): equal recommendations,
+# admission patches and verdicts. Runs in a network namespace of its own (upstream's webhook binds every
+# interface); skips with one line when upstream is not built (`make upstream`).
+differential: setup
+	@PY=$(PY) PYTEST_ARGS="$(PYTEST_ARGS)" bash hack/differential.sh
 
 # Regenerate the sim's protobuf field tables from the k8s.io/api struct tags (needs Go).
 sim-protobuf:
