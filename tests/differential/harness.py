@@ -81,7 +81,10 @@ def run_isolated(request: pytest.FixtureRequest) -> bool:
     if not unshare or not ip:
         pytest.skip("needs unshare and ip (util-linux, iproute2) for a private network namespace")
     inner = f'{ip} link set lo up && exec "$@"'
-    argv = [sys.executable, "-m", "pytest", request.node.nodeid, "-p", "no:cacheprovider", "-q", "-rs"]
+    # The inner run keeps its folders (process logs) under the outer test's own temporary folder.
+    basetemp = Path(request.getfixturevalue("tmp_path")) / "netns"
+    argv = [sys.executable, "-m", "pytest", request.node.nodeid, "-p", "no:cacheprovider", "-q", "-rs", "-s"]
+    argv.append(f"--basetemp={basetemp}")
     env = dict(os.environ, **{IN_NETNS: "1"})
     for flags in (["-n"], ["-rn"]):
         probe = subprocess.run([unshare, *flags, "true"], capture_output=True, check=False)
@@ -191,7 +194,15 @@ async def eventually(
         if time.monotonic() > deadline:
             logs = ""
             for p in cluster.procs if cluster else []:
-                logs += f"\n--- {p.name} (last lines)\n" + "\n".join(p.text().splitlines()[-15:])
+                lines = p.text().splitlines()
+                panic = next(
+                    (i for i, line in enumerate(lines) if line.startswith(("panic", "http: panic"))), None
+                )
+                shown = lines[panic : panic + 12] if panic is not None else lines[-15:]
+                logs += (
+                    f"\n--- {p.name} ({'its panic' if panic is not None else 'last lines'})\n"
+                    + "\n".join(shown)
+                )
             raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}{logs}")
         await asyncio.sleep(1.0)
 
