@@ -243,3 +243,13 @@ async def sim(folder: Path, *flags: str) -> AsyncIterator[Cluster]:
     finally:
         proc.terminate()
         await asyncio.wait_for(proc.wait(), 30)
+        _keep_logs(folder)
+
+
+def _keep_logs(folder: Path) -> None:
+    """The logs outlive pytest's rotation of temporary folders: .run/differential/logs/<test>/."""
+    keep = REPO / ".run" / "differential" / "logs" / folder.parent.name
+    shutil.rmtree(keep, ignore_errors=True)
+    keep.mkdir(parents=True)
+    for path in folder.glob("*.log"):
+        shutil.copy(path, keep / path.name)
