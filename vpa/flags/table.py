@@ -542,6 +542,8 @@ RUN_FLAGS: Final[tuple[FlagDef, ...]] = (
     FlagDef("admission-controller-status-lease-timeout", DURATION, _U, "Age after which the admission "
             "controller's status counts as stale. Must be greater than 0.",
             "updater.admission_controller_status_lease_timeout_s"),
+    FlagDef("concurrent-cpu-startup-boost-syncs", INT, _U, "Startup-boost removals (gate CPUStartupBoost) "
+            "in flight at once. Must be greater than 0.", "updater.concurrent_cpu_startup_boost_syncs"),
     FlagDef("in-place-skip-disruption-budget", BOOL, _U, "In-place resizes that restart no container skip "
             "the replica-count and eviction-tolerance checks, so single-replica workloads and workloads "
             "below --min-replicas are resized. Set to false for upstream's behaviour.",
@@ -607,6 +609,12 @@ RUN_FLAGS: Final[tuple[FlagDef, ...]] = (
             "-logtostderr=true).", "common.klog.alsologtostderr"),
     FlagDef("stderrthreshold", SEVERITY_KIND, _G, "Log level threshold for writing to standard error.",
             "common.klog.stderrthreshold"),
+    FlagDef("alsologtostderrthreshold", SEVERITY_KIND, _G, "Log level threshold for the copy "
+            "-alsologtostderr=true writes to standard error (no effect when -logtostderr=true).",
+            "common.klog.alsologtostderrthreshold"),
+    FlagDef("legacy-stderr-threshold-behavior", BOOL, _G, "If true, -stderrthreshold is ignored when "
+            "-logtostderr=true; if false, it filters standard error then too.",
+            "common.klog.legacy_stderr_threshold_behavior"),
     FlagDef("log-file", STRING, _G, "If non-empty, use this log file (no effect when -logtostderr=true).",
             "common.klog.log_file"),
     FlagDef("log-file-max-size", UINT, _G, "Maximum size of a log file in megabytes; 0 is unlimited (no "

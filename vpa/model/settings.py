@@ -118,6 +118,11 @@ class KlogSettings:
     """Log to standard error as well as files (no effect with `logtostderr`)."""
     stderrthreshold: Severity = "INFO"
     """Lowest severity written to standard error when logging to files."""
+    alsologtostderrthreshold: Severity = "INFO"
+    """Lowest severity copied to standard error with `alsologtostderr` (no effect with `logtostderr`)."""
+    legacy_stderr_threshold_behavior: bool = True
+    """klog's `legacy_stderr_threshold_behavior`: when true, `stderrthreshold` is ignored with
+    `logtostderr`; when false it filters standard error there too."""
     log_file: str = ""
     """If set, log to this file (no effect with `logtostderr`)."""
     log_file_max_size_mb: int = 1800
@@ -534,6 +539,8 @@ class UpdaterSettings:
     """Minimum pod age for updates when requests are within the recommended range."""
     evict_after_oom_threshold_s: float = 600.0
     """A pod OOM-killed within this time of starting is updated at once."""
+    concurrent_cpu_startup_boost_syncs: int = 1
+    """Startup-boost removals (gate `CPUStartupBoost`) in flight at once; must be > 0."""
     in_place_on_recommendation: bool = True
     """Ours: a changed recommendation of an in-place VPA triggers a prompt pass (resizes only) instead of
     waiting for the next tick."""
@@ -545,6 +552,8 @@ class UpdaterSettings:
     def __post_init__(self) -> None:
         if self.admission_controller_status_lease_timeout_s <= 0:
             raise SettingsError("--admission-controller-status-lease-timeout must be greater than 0")
+        if self.concurrent_cpu_startup_boost_syncs <= 0:
+            raise SettingsError("--concurrent-cpu-startup-boost-syncs must be greater than 0")
         if self.in_place_reaction_delay_s < 0:
             raise SettingsError("--in-place-reaction-delay must not be negative")
 

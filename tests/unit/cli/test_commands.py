@@ -192,6 +192,17 @@ def test_flags_of_unselected_components_are_accepted() -> None:
     [
         (["--stderrthreshold=warning"], lambda r: r.common.klog.stderrthreshold, "WARNING"),
         (["--stderrthreshold=2"], lambda r: r.common.klog.stderrthreshold, "ERROR"),
+        (["--alsologtostderrthreshold=ERROR"], lambda r: r.common.klog.alsologtostderrthreshold, "ERROR"),
+        (
+            ["--legacy-stderr-threshold-behavior=false"],
+            lambda r: r.common.klog.legacy_stderr_threshold_behavior,
+            False,
+        ),
+        (
+            ["--concurrent-cpu-startup-boost-syncs=4"],
+            lambda r: r.updater.concurrent_cpu_startup_boost_syncs,
+            4,
+        ),
         (["--log-backtrace-at=main.go:10"], lambda r: r.common.klog.log_backtrace_at, "main.go:10"),
         (
             ["--vmodule=recommender*=5,updater=2,"],
@@ -259,6 +270,8 @@ def test_values_reach_settings(
         (["--vpa-object-namespace=a", "--ignored-vpa-object-namespaces=b"], "are mutually exclusive"),
         (["--admission-controller-status-lease-timeout=0s"], "must be greater than 0"),
         (["--status-lease-update-interval=-1s"], "--status-lease-update-interval must be greater than 0"),
+        (["--concurrent-cpu-startup-boost-syncs=0"], "--concurrent-cpu-startup-boost-syncs must be greater"),
+        (["--alsologtostderrthreshold=loud"], 'invalid value "loud" for flag --alsologtostderrthreshold'),
         (
             ["--prometheus-bearer-token=t", "--prometheus-bearer-token-file=/f", "--username=u"],
             "mutually exclusive",

@@ -32,6 +32,13 @@ SPEC_DEFAULTS: list[tuple[str, str | None, Getter, object]] = [
     ("logtostderr", "true", lambda r: r.common.klog.logtostderr, True),
     ("log-file-max-size", "1800", lambda r: r.common.klog.log_file_max_size_mb, 1800),
     ("alsologtostderr", "false", lambda r: r.common.klog.alsologtostderr, False),
+    ("alsologtostderrthreshold", "info", lambda r: r.common.klog.alsologtostderrthreshold, "INFO"),
+    (
+        "legacy-stderr-threshold-behavior",
+        "true",
+        lambda r: r.common.klog.legacy_stderr_threshold_behavior,
+        True,
+    ),
     ("log-file", "", lambda r: r.common.klog.log_file, ""),
     ("log-dir", "", lambda r: r.common.klog.log_dir, ""),
     ("skip-headers", "false", lambda r: r.common.klog.skip_headers, False),
@@ -219,6 +226,12 @@ SPEC_DEFAULTS: list[tuple[str, str | None, Getter, object]] = [
         "1m",
         lambda r: r.updater.admission_controller_status_lease_timeout_s,
         60.0,
+    ),
+    (
+        "concurrent-cpu-startup-boost-syncs",
+        "1",
+        lambda r: r.updater.concurrent_cpu_startup_boost_syncs,
+        1,
     ),
     ("pod-update-threshold", "0.1", lambda r: r.updater.pod_update_threshold, 0.1),
     (

@@ -50,6 +50,11 @@ INVALID: list[tuple[str, Callable[[], object], str]] = [
         "--admission-controller-status-lease-timeout must be greater than 0",
     ),
     (
+        "startup-boost-syncs-zero",
+        lambda: s.UpdaterSettings(concurrent_cpu_startup_boost_syncs=0),
+        "--concurrent-cpu-startup-boost-syncs must be greater than 0",
+    ),
+    (
         "status-lease-interval-zero",
         lambda: s.AdmissionSettings(status_lease_update_interval_s=0),
         "--status-lease-update-interval must be greater than 0",
