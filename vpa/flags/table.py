@@ -564,7 +564,8 @@ RUN_FLAGS: Final[tuple[FlagDef, ...]] = (
             "long may be updated even when their requests are within the recommended range.",
             "updater.in_recommendation_bounds_eviction_lifetime_threshold_s"),
     FlagDef("evict-after-oom-threshold", DURATION, _U, "Update a pod at once if it was OOM-killed within "
-            "this time of starting.", "updater.evict_after_oom_threshold_s"),
+            "this time of starting, and that kill is within this time of now.",
+            "updater.evict_after_oom_threshold_s"),
     # --- admission controller ---------------------------------------------------------------------------
     FlagDef("client-ca-file", STRING, _A, "Path to the CA PEM file.", "admission.client_ca_file"),
     FlagDef("tls-cert-file", STRING, _A, "Path to the server certificate PEM file.",

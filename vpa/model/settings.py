@@ -538,7 +538,7 @@ class UpdaterSettings:
     in_recommendation_bounds_eviction_lifetime_threshold_s: float = 12 * 3600.0
     """Minimum pod age for updates when requests are within the recommended range."""
     evict_after_oom_threshold_s: float = 600.0
-    """A pod OOM-killed within this time of starting is updated at once."""
+    """A pod OOM-killed within this time of starting, and within this time of now, is updated at once."""
     concurrent_cpu_startup_boost_syncs: int = 1
     """Startup-boost removals (gate `CPUStartupBoost`) in flight at once; must be > 0."""
     in_place_on_recommendation: bool = True

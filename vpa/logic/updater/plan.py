@@ -224,7 +224,7 @@ def plan_vpa(
             skipped.append(skip(pod, Reason.NO_CONTAINER_RECOMMENDATION))
             continue
         priority = compute_priority(targets)
-        quick_oom = is_quick_oom(pod, vpa, threshold_s, observed)
+        quick_oom = is_quick_oom(pod, vpa, threshold_s, observed, now)
         attempt = attempts.get(pod.uid) if attempts else None
         disrupted_at = (
             attempt.patched_at

@@ -11,7 +11,8 @@ Owns:
   bound or above the upper bound; a missing request counts as both) and `resource_diff` =
   Σ_resource |ΣRequest − ΣTarget| / max(ΣRequest, 1), computed in milli-units as upstream;
 - quick OOM (`is_quick_oom`): a considered container whose last termination was `OOMKilled` less than the
-  threshold after it started;
+  threshold after it started, and less than the threshold before `now` (upstream 1.8.1: an old OOM no
+  longer triggers updates for the rest of the pod's life);
 - the triggers (`Triggers`): which update rules a pod satisfies — upstream's Recreate acceptance (outside
   range, or quick OOM with a non-zero diff, or long-lived with a significant diff) and AEP-4016's
   disruption-free acceptance (the same without the pod-age requirement);
@@ -302,9 +303,12 @@ def oom_threshold_s(vpa: VpaView, settings: UpdaterSettings, per_vpa_config: boo
     return settings.evict_after_oom_threshold_s
 
 
-def is_quick_oom(pod: PodView, vpa: VpaView, threshold_s: float, observed: frozenset[str] | None) -> bool:
+def is_quick_oom(
+    pod: PodView, vpa: VpaView, threshold_s: float, observed: frozenset[str] | None, now: float
+) -> bool:
     """Some observed container not switched `Off` was last OOM-killed less than `threshold_s` after it
-    started. Both times must be known (upstream subtracts Go zero times; we do not guess)."""
+    started, and that kill is less than `threshold_s` old at `now`. Both times must be known (upstream
+    subtracts Go zero times; we do not guess)."""
     for status in pod.container_statuses:
         if status.last_terminated_reason != OOM_KILLED:
             continue
@@ -314,7 +318,9 @@ def is_quick_oom(pod: PodView, vpa: VpaView, threshold_s: float, observed: froze
         if policy is not None and policy.is_off:
             continue
         started, finished = status.last_terminated_started_at, status.last_terminated_at
-        if started is not None and finished is not None and finished - started < threshold_s:
+        if started is None or finished is None:
+            continue
+        if finished - started < threshold_s and now - finished < threshold_s:
             return True
     return False
 

@@ -128,27 +128,46 @@ def test_requests_only_caps_target_at_limit() -> None:
 
 
 @pytest.mark.parametrize(
-    ("ran_s", "per_vpa", "gate", "expected"),
+    ("age_s", "ran_s", "per_vpa", "gate", "expected"),
     [
-        (599.0, None, False, True),  # under the 10 min flag
-        (600.0, None, False, False),  # strictly less than
-        (100.0, 60, True, False),  # per-VPA 60 s with PerVPAConfig
-        (100.0, 60, False, True),  # per-VPA value ignored without the gate
+        (600.0, 599.0, None, False, True),  # under the 10 min flag, killed 1 s ago
+        (600.0, 600.0, None, False, False),  # strictly less than
+        (120.0, 100.0, 60, True, False),  # per-VPA 60 s with PerVPAConfig
+        (120.0, 100.0, 60, False, True),  # per-VPA value ignored without the gate
+        # upstream 1.8.1: the kill must also be recent; started 11 min ago, killed after 30 s: 10.5 min ago
+        (660.0, 30.0, None, False, False),
+        (629.0, 30.0, None, False, True),  # killed 599 s ago
+        (630.0, 30.0, None, False, False),  # killed exactly 600 s ago: strictly less than
+        (DAY, 5.0, None, False, False),  # a quick OOM of yesterday
+        (90.0, 10.0, 60, True, False),  # ran 10 s, killed 80 s ago > the VPA's 60 s
+        (60.0, 10.0, 60, True, True),  # killed 50 s ago
     ],
-    ids=["under-flag", "at-flag", "per-vpa", "per-vpa-gate-off"],
+    ids=[
+        "under-flag",
+        "at-flag",
+        "per-vpa",
+        "per-vpa-gate-off",
+        "old-oom",
+        "recent-oom",
+        "oom-at-threshold-age",
+        "yesterday",
+        "per-vpa-oom-too-old",
+        "per-vpa-recent",
+    ],
 )
-def test_quick_oom(ran_s: float, per_vpa: int | None, gate: bool, expected: bool) -> None:
-    p = pod(oom=("app", ran_s))
+def test_quick_oom(age_s: float, ran_s: float, per_vpa: int | None, gate: bool, expected: bool) -> None:
+    p = pod(age_s=age_s, oom=("app", ran_s))
     v = vpa(evict_after_oom_s=per_vpa)
-    assert is_quick_oom(p, v, oom_threshold_s(v, SETTINGS, gate), None) is expected
+    assert is_quick_oom(p, v, oom_threshold_s(v, SETTINGS, gate), None, NOW) is expected
 
 
 def test_quick_oom_ignores_unobserved_and_off_containers() -> None:
-    p = pod(containers=[ctr("app"), ctr("side")], oom=("side", 5.0), observed="app")
-    assert not is_quick_oom(p, vpa(), 600.0, frozenset({"app"}))
+    two = [ctr("app"), ctr("side")]
+    p = pod(containers=two, age_s=60.0, oom=("side", 5.0), observed="app")
+    assert not is_quick_oom(p, vpa(), 600.0, frozenset({"app"}), NOW)
     v = vpa(policies=[{"containerName": "side", "mode": "Off"}])
-    assert not is_quick_oom(pod(containers=[ctr("app"), ctr("side")], oom=("side", 5.0)), v, 600.0, None)
-    assert is_quick_oom(pod(containers=[ctr("app"), ctr("side")], oom=("side", 5.0)), vpa(), 600.0, None)
+    assert not is_quick_oom(pod(containers=two, age_s=60.0, oom=("side", 5.0)), v, 600.0, None, NOW)
+    assert is_quick_oom(pod(containers=two, age_s=60.0, oom=("side", 5.0)), vpa(), 600.0, None, NOW)
 
 
 @pytest.mark.parametrize(
