@@ -9,7 +9,8 @@ StatefulSets, DaemonSets, ReplicationControllers, Jobs and CronJobs), and `Contr
   scalable resource such as an Argo Rollout) ends the walk and is the answer; a `Node` owner (static
   pods) means "not managed";
 - `configured_replicas(namespace, kind, name)`: `spec.replicas` of ReplicaSets, ReplicationControllers and
-  StatefulSets (absent ⇒ None, as upstream's error), `status.numberReady` of DaemonSets, None otherwise;
+  StatefulSets (absent ⇒ None, as upstream's error), `status.desiredNumberScheduled` of DaemonSets
+  (upstream 1.8.1), None otherwise;
 - `selector(namespace, kind, name)`: the pod selector of a well-known controller (None when unknown);
 - `limit_ranges(namespace)`: the namespace's LimitRanges in name order.
 
@@ -90,7 +91,7 @@ def controller_from_dict(kind: str, obj: Mapping[str, Any]) -> ControllerView | 
     if kind in _SPEC_REPLICAS:
         replicas = _int_or_none(spec.get("replicas"))
     elif kind == "DaemonSet":
-        replicas = _int_or_none(status.get("numberReady"))
+        replicas = _int_or_none(status.get("desiredNumberScheduled"))
     selector: Selector | None
     try:
         selector = converting.selector_from_workload({**obj, "kind": kind})

@@ -16,10 +16,11 @@ are weighed on the resources they set themselves, the pod-level stanza as one mo
 in-place resizes: AEP-4016 and upstream's fix for issue #10181 (spec §4.5 describes the older code).
 
 What the caller supplies (`PassInputs`): `now`; the updater settings and feature gates; the configured
-replicas of each direct controller (`GroupKey` → `spec.replicas` / DaemonSet `status.numberReady`); the
-loop's memory of its own resize patches (`ResizeAttempt` per pod uid: when it patched, whether the API
-rejected it); the current `InfeasibleAttempts`. Optionally a per-pod processed recommendation
-(LimitRange-capped by the admission capping logic); by default the VPA's `status.recommendation` is used.
+replicas of each direct controller (`GroupKey` → `spec.replicas` / DaemonSet
+`status.desiredNumberScheduled`); the loop's memory of its own resize patches (`ResizeAttempt` per pod uid:
+when it patched, whether the API rejected it); the current `InfeasibleAttempts`. Optionally a per-pod
+processed recommendation (LimitRange-capped by the admission capping logic); by default the VPA's
+`status.recommendation` is used.
 
 What the caller does with a plan: execute `actions` in order (resizes then evictions; rate limits are the
 loop's), record `record_infeasible` entries in its `InfeasibleAttempts`, and after each resize patch update

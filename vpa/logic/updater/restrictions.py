@@ -7,8 +7,9 @@ replica counts (`configured` from the caller, `pending`, `running`), `--min-repl
 counted separately (`evicted`, `in_place_initiated`) but draw on one budget, as upstream.
 
 `configured` replicas come from the caller (`replicas`): `spec.replicas` of a ReplicaSet,
-ReplicationController or StatefulSet, `status.numberReady` of a DaemonSet; missing or ≤ 0 for those kinds
-drops the group, as upstream's error does. A Job counts its live pods; any other kind counts 0 unless the
+ReplicationController or StatefulSet, `status.desiredNumberScheduled` of a DaemonSet (upstream 1.8.1; before
+it, `numberReady`, which shrank the budget while pods were not ready); missing or ≤ 0 for those kinds drops
+the group, as upstream's error does. A Job counts its live pods; any other kind counts 0 unless the
 caller supplies a value (upstream's 0 makes every running pod of such a group disruptable).
 
 Below `minReplicas` a group is dropped — no eviction, no in-place — except when
