@@ -386,9 +386,10 @@ class _Validator:
                 ) is None or resource_name in CONTROLLED_RESOURCES:
                     continue
                 if self._old_controlled_resource(name, resource_name):
+                    # upstream 1.8.1's wording, so a client sees the same warning from either webhook
                     self.warnings.append(
-                        f'{where}: unsupported value "{resource_name}" (only cpu and memory are supported) '
-                        "kept because the existing object already has it"
+                        f'{where}: unsupported value "{resource_name}" is allowed only because it is present '
+                        f'in the existing VPA object; supported values: "{CPU}", "{MEMORY}"'
                     )
                 else:
                     self.errors.append(

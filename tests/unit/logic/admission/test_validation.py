@@ -407,9 +407,8 @@ def test_controlled_resource_kept_from_old_object_is_a_warning() -> None:
     result = validate_vpa(new, OFF, old=copy.deepcopy(new))
     assert result.allowed
     assert result.warnings == (
-        f'{P}.controlledResources[1]: unsupported value "ephemeral-storage" '
-        f"(only cpu and memory are supported) "
-        "kept because the existing object already has it",
+        f'{P}.controlledResources[1]: unsupported value "ephemeral-storage" is allowed only because it is '
+        'present in the existing VPA object; supported values: "cpu", "memory"',
     )
     other_container = vpa(
         resourcePolicy={
