@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import structlog
 
@@ -493,6 +493,12 @@ class StatusLeaseRenewer:
             await self._clock.sleep(self.interval_s)
 
 
+STATUS_ERROR: Final = "error"
+"""`LeaseFreshness.problem()`: the status lease could not be read or does not exist."""
+STATUS_INVALID: Final = "invalid"
+"""`LeaseFreshness.problem()`: the status lease is older than the timeout."""
+
+
 class LeaseFreshness:
     """Whether a Lease was created or renewed within `timeout_s` (the updater's admission check)."""
 
@@ -531,8 +537,11 @@ class LeaseFreshness:
                 return parsed
         return None
 
-    async def is_fresh(self) -> bool:
-        """True when renewed within the timeout. Missing lease or API failure count as stale (logged)."""
+    async def problem(self) -> str | None:
+        """None when the lease was created or renewed less than the timeout ago; else why the updater must
+        skip its loop, as upstream 1.8.1 labels `vpa_updater_admission_controller_status_invalid_total`:
+        `error` (the lease could not be read, or does not exist: upstream's GET fails then too) or `invalid`
+        (it is too old). Read failures are logged."""
         try:
             renewed = await self.last_renewal()
         except (ApiError, DeadlineExceeded) as exc:
@@ -541,5 +550,11 @@ class LeaseFreshness:
                 lease=f"{self.namespace}/{self.name}",
                 error=f"{type(exc).__name__}: {exc}",
             )
-            return False
-        return renewed is not None and self._clock.now() - renewed <= self.timeout_s
+            return STATUS_ERROR
+        if renewed is None:
+            return STATUS_ERROR
+        return None if self._clock.now() - renewed < self.timeout_s else STATUS_INVALID
+
+    async def is_fresh(self) -> bool:
+        """True when renewed less than the timeout ago. Missing lease or API failure count as stale."""
+        return await self.problem() is None

@@ -14,7 +14,15 @@ from dataclasses import dataclass, field
 import pytest
 
 from vpa.kube.client import KubeClient
-from vpa.kube.leasing import LeaderElector, LeaseFreshness, StatusLeaseRenewer, lease_path, parse_time
+from vpa.kube.leasing import (
+    STATUS_ERROR,
+    STATUS_INVALID,
+    LeaderElector,
+    LeaseFreshness,
+    StatusLeaseRenewer,
+    lease_path,
+    parse_time,
+)
 from vpa.model.clock import VirtualClock
 from vpa.sim import SimCluster
 
@@ -245,6 +253,7 @@ async def test_status_lease_renewer_and_freshness(cluster: SimCluster, clock: Vi
             client, frozen, namespace=NAMESPACE, name="vpa-admission-controller", timeout_s=60
         )
         assert await fresh.is_fresh() is False  # no lease yet
+        assert await fresh.problem() == STATUS_ERROR  # upstream's GET fails: counted as "error"
         renewer = StatusLeaseRenewer(
             client, frozen, namespace=NAMESPACE, holder_identity="webhook-pod-1", interval_s=10
         )
@@ -255,7 +264,11 @@ async def test_status_lease_renewer_and_freshness(cluster: SimCluster, clock: Vi
         assert lease["spec"]["leaseDurationSeconds"] == 10
         assert parse_time(lease["spec"]["renewTime"]) == pytest.approx(frozen.now(), abs=1e-3)
         assert await fresh.is_fresh()
-        frozen.advance(61)
+        frozen.advance(59.9)
+        assert await fresh.problem() is None
+        frozen.advance(0.1)
+        assert await fresh.problem() == STATUS_INVALID  # exactly the timeout old: stale, as upstream
+        frozen.advance(1)
         assert await fresh.is_fresh() is False
         assert await renewer.renew_once()  # the update path
         lease = cluster.store.get("leases.coordination.k8s.io", NAMESPACE, "vpa-admission-controller")
