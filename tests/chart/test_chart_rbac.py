@@ -95,6 +95,9 @@ FORBIDDEN: dict[str, list[Need]] = {
         ("get", "", "secrets", NAMESPACE, "vpa-webhook-certs"),
         ("create", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", None, None),
         ("update", "autoscaling.k8s.io", "verticalpodautoscalers", ANY_NS, None),
+        # upstream 1.8.1 dropped these: checkpoint garbage collection needs no namespace list (nor does ours)
+        ("list", "", "namespaces", None, None),
+        ("get", "", "namespaces", None, ANY_NS),
     ],
     "updater": [
         ("patch", "autoscaling.k8s.io", "verticalpodautoscalers/status", ANY_NS, None),
