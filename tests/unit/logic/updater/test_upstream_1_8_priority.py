@@ -390,3 +390,79 @@ def test_add_pod_with_infeasible_attempts(mode: str, last: tuple[str, str] | Non
     plan = plan_vpa(v, [p, *others], inputs)
     (decision,) = [d for d in plan.decisions if d.pod.name == p.name]
     assert (decision.action is not Action.SKIP) is added, decision.explain()
+
+
+# --- scaling_direction_pod_eviction_admission_test.go: evictionRequirements ---------------------------
+
+UP, DOWN = "TargetHigherThanRequests", "TargetLowerThanRequests"
+
+
+def _req(resources: list[str], change: str) -> JSON:
+    return {"resources": resources, "changeRequirement": change}
+
+
+def _admits(containers: list[JSON], recs: list[JSON], requirements: list[JSON],
+            status_cpu: dict[str, str] | None = None) -> bool:
+    p = _pod(containers, status_cpu=status_cpu)
+    v = _vpa(recs, eviction_requirements=requirements)
+    assert v.recommendation is not None
+    targets = considered_containers(p, v, recommendations_by_name(v.recommendation), None)
+    return eviction_requirements_met(v, targets, p)
+
+
+ONE = [_container(C1, "500m", "10Gi")]
+ADMIT_SINGLE: list[tuple[str, list[JSON], tuple[str, str], bool]] = [
+    ("no config is given", [], ("600m", "10Gi"), True),
+    ("CPU scaled up, config allows scaling up CPU", [_req(["cpu"], UP)], ("600m", "10Gi"), True),
+    ("CPU scaled down, config allows scaling down CPU", [_req(["cpu"], DOWN)], ("400m", "10Gi"), True),
+    ("CPU scaled down, config allows only scaling up CPU", [_req(["cpu", "memory"], UP)], ("500m", "10Gi"),
+     False),
+    ("CPU down but memory up, config allows scaling up either", [_req(["cpu", "memory"], UP)],
+     ("500m", "11Gi"), True),
+    ("memory scaled up, config allows scaling up memory", [_req(["memory"], UP)], ("500m", "11Gi"), True),
+    ("memory scaled down, config allows scaling down memory", [_req(["memory"], DOWN)], ("500m", "9Gi"),
+     True),
+    ("memory scaled down, config allows only scaling up", [_req(["cpu", "memory"], UP)], ("500m", "9Gi"),
+     False),
+    ("CPU up, memory down, config allows CPU up and memory down",
+     [_req(["cpu"], UP), _req(["memory"], DOWN)], ("600m", "9Gi"), True),
+    ("CPU scaled up, config allows only scaling down CPU", [_req(["cpu"], DOWN)], ("1000m", "9Gi"), False),
+    ("CPU up, memory down, config allows CPU up and memory up",
+     [_req(["cpu"], UP), _req(["memory"], UP)], ("600m", "9Gi"), False),
+]
+
+
+@pytest.mark.parametrize(("requirements", "target", "expected"), [c[1:] for c in ADMIT_SINGLE],
+                         ids=[c[0] for c in ADMIT_SINGLE])
+def test_admit_for_single_container(
+    requirements: list[JSON], target: tuple[str, str], expected: bool
+) -> None:
+    # TestAdmitForSingleContainer: the pod requests 500m and 10Gi
+    assert _admits(ONE, [_rec(C1, *target)], requirements) is expected
+
+
+def test_admit_without_requests_and_by_container_status() -> None:
+    # TestAdmitForSingleContainer: a container without requests is admitted
+    assert _admits([_container(C1)], [_rec(C1, "600m", "10Gi")], [_req(["cpu"], UP)])
+    # ...and the kubelet's reported requests (100m) count, not the spec's 500m
+    assert _admits(ONE, [_rec(C1, "400m", "4Gi")], [_req(["cpu", "memory"], UP)], status_cpu={C1: "100m"})
+
+
+TWO = [_container("test-container-1", "500m", "10Gi"), _container("test-container-2", "500m", "10Gi")]
+ADMIT_MULTIPLE: list[tuple[str, list[JSON], bool]] = [
+    ("both containers fulfill the requirements",
+     [_rec("test-container-1", "600m", "10Gi"), _rec("test-container-2", "700m", "10Gi")], True),
+    ("only one container fulfills the requirements",
+     [_rec("test-container-1", "200m", "10Gi"), _rec("test-container-2", "700m", "10Gi")], True),
+    ("no container fulfills the requirements",
+     [_rec("test-container-1", "200m", "10Gi"), _rec("test-container-2", "300m", "10Gi")], False),
+    ("one container without a recommendation, the other does not fulfil",
+     [_rec("test-container-2", "300m", "10Gi")], False),
+]
+
+
+@pytest.mark.parametrize(("recs", "expected"), [c[1:] for c in ADMIT_MULTIPLE],
+                         ids=[c[0] for c in ADMIT_MULTIPLE])
+def test_admit_for_multiple_containers(recs: list[JSON], expected: bool) -> None:
+    # TestAdmitForMultipleContainer: requirement cpu TargetHigherThanRequests
+    assert _admits(TWO, recs, [_req(["cpu"], UP)]) is expected
