@@ -6,8 +6,9 @@ the verdict upstream asserts; the assertion runs our code (`vpa.logic.updater.pr
 our `evaluate` the same `PodPriority`. A row that disagrees is a deviation listed in docs/deviations.md
 ("Upstream 1.8.1 unit tests"); none of these do.
 
-Cases of `TestAddPodLogs` (log text) and `TestNoPods` (an empty calculator) have no counterpart: we log
-differently and have no calculator object.
+Cases of `TestAddPodLogs` (log text), `TestNoPods` (an empty calculator) and `TestLoopInit` (the per-loop
+copy of each VPA's eviction requirements) have no counterpart: we log differently, have no calculator
+object and read the requirements from the VPA in each pass.
 """
 
 from __future__ import annotations
