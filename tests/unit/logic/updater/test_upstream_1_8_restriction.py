@@ -329,3 +329,50 @@ def test_no_boost_in_mode_off_yields_nothing() -> None:
     plan = plan_unboost(_boosted_pod(boosted=False), v, v.recommendation, NOW)
     assert plan.expired == ()
     assert plan.changes == ()
+
+
+# --- TestInPlaceSkipDisruptionBudgetWithResizePolicy ---------------------------------------------------
+# 5 replicas, tolerance 0.1 (one disruption per pass), an InPlaceOrRecreate VPA whose target changes both
+# cpu and memory of every container. Upstream counts the pods resized in place; a pod is disruptive for
+# upstream when any container has any `RestartContainer` policy. Ours decides per changed resource
+# (AEP-4016, docs/deviations.md "What counts as disruption-free"): where a pod's memory change is free and
+# its cpu change restarts, all five get the free part now (`RESIZE_PARTIAL`) and one the whole change.
+
+BOTH = ("cpu", "memory")
+RESIZE_POLICY: list[tuple[str, list[tuple[str, tuple[str, ...]]], bool, int, tuple[int, int]]] = [
+    # (name, containers (name, resources restarting), --in-place-skip-disruption-budget, upstream's count,
+    #  ours: (full resizes, partial resizes))
+    ("NotRequired policy with flag enabled - should skip disruption budget", [("c1", ())], True, 5, (5, 0)),
+    ("RestartContainer policy with flag enabled - should respect disruption budget (flag disabled)",
+     [("c1", ())], False, 1, (1, 0)),
+    ("Only RestartContainer policy with flag enabled - should respect disruption budget",
+     [("c1", ("cpu",))], True, 1, (1, 4)),  # DEVIATION: the free memory part goes now
+    ("No resize policy with flag enabled - should skip disruption budget", [("c1", ())], True, 5, (5, 0)),
+    ("No resize policy with flag disabled - should respect disruption budget", [("c1", ())], False, 1,
+     (1, 0)),
+    ("Multiple containers - all NotRequired - should skip disruption budget", [("c1", ()), ("c2", ())], True,
+     5, (5, 0)),
+    ("Multiple containers - one NotRequired, one RestartContainer - should respect disruption budget",
+     [("c1", ()), ("c2", BOTH)], True, 1, (1, 4)),  # DEVIATION: c1's change goes now
+    ("Multiple containers - one with policy, one without - should skip disruption budget",
+     [("c1", ()), ("c2", ())], True, 5, (5, 0)),
+]
+
+
+@pytest.mark.parametrize(("containers", "skip_budget", "upstream", "ours"), [c[1:] for c in RESIZE_POLICY],
+                         ids=[c[0] for c in RESIZE_POLICY])
+def test_in_place_skip_disruption_budget_with_resize_policy(
+    containers: list[tuple[str, tuple[str, ...]]], skip_budget: bool, upstream: int, ours: tuple[int, int]
+) -> None:
+    spec = [ctr(name, cpu="500m", mem="512Mi", restart=restart) for name, restart in containers]
+    pods = [pod(f"test-{i}", containers=spec) for i in range(5)]
+    recs = [rec(name, cpu="800m", mem="1Gi") for name, _ in containers]
+    settings = UpdaterSettings(min_replicas=2, eviction_tolerance=0.1,
+                               in_place_skip_disruption_budget=skip_budget)
+    inputs = PassInputs(now=NOW, settings=settings, gates=GATES, replicas={KEY: 5}, attempts={},
+                        infeasible=InfeasibleAttempts())
+    plan = plan_vpa(vpa("InPlaceOrRecreate", recs), pods, inputs)
+    full = sum(1 for d in plan.decisions if d.action is Action.RESIZE)
+    partial = sum(1 for d in plan.decisions if d.action is Action.RESIZE_PARTIAL)
+    assert (full, partial) == ours
+    assert full == upstream  # whole changes agree everywhere; the deviation is only the partial ones
