@@ -50,11 +50,19 @@ C0 = "/spec/containers/0/resources"
         (0, "requests", "cpu", "/spec/containers/0/resources/requests/cpu"),
         (1, "limits", "memory", "/spec/containers/1/resources/limits/memory"),
         (2, "limits", "nvidia.com/gpu", "/spec/containers/2/resources/limits/nvidia.com~1gpu"),
-        (0, "requests", "custom~domain.com/resource/name",
-         "/spec/containers/0/resources/requests/custom~0domain.com~1resource~1name"),
+        (
+            0,
+            "requests",
+            "custom~domain.com/resource/name",
+            "/spec/containers/0/resources/requests/custom~0domain.com~1resource~1name",
+        ),
     ],
-    ids=["Standard resource cpu", "Standard resource memory", "Extended resource with slash",
-         "Extended resource with tilde and slash"],
+    ids=[
+        "Standard resource cpu",
+        "Standard resource memory",
+        "Extended resource with slash",
+        "Extended resource with tilde and slash",
+    ],
 )
 def test_resource_requirement_path(index: int, kind: str, resource: str, path: str) -> None:
     # TestGetAddResourceRequirementValuePatch: the path our patch writer builds for a resource name
@@ -81,8 +89,10 @@ def test_annotation_patch_path(name: str, path: str) -> None:
 @pytest.mark.parametrize(
     ("names", "value"),
     [(["test1", "test2"], "test1, test2"), ([], "")],
-    ids=["create vpa observed containers annotation",
-         "create vpa observed containers annotation with no containers"],
+    ids=[
+        "create vpa observed containers annotation",
+        "create vpa observed containers annotation with no containers",
+    ],
 )
 def test_observed_containers(names: list[str], value: str) -> None:
     containers = [make_container(n, probes=False) for n in names]
@@ -119,50 +129,79 @@ EMPTY_SHAPE = ContainerShape()
 REQUESTS_SHAPE = ContainerShape(has_requests=True)
 LIMITS_SHAPE = ContainerShape(has_limits=True)
 RESOURCE_UPDATES: list[tuple[str, list[ContainerShape], list[ContainerResources], list[JSON]]] = [
-    ("new cpu recommendation", [EMPTY_SHAPE], [ContainerResources(requests=_r(1000))], [
-        {"op": "add", "path": C0, "value": {}},
-        {"op": "add", "path": f"{C0}/requests", "value": {}},
-        {"op": "add", "path": f"{C0}/requests/cpu", "value": "1"},
-        _updates("container 0: cpu request"),
-    ]),
-    ("replacement cpu recommendation", [REQUESTS_SHAPE], [ContainerResources(requests=_r(1000))], [
-        {"op": "add", "path": f"{C0}/requests/cpu", "value": "1"},
-        _updates("container 0: cpu request"),
-    ]),
-    ("two containers", [REQUESTS_SHAPE, EMPTY_SHAPE],
-     [ContainerResources(requests=_r(1000)), ContainerResources(requests=_r(2000))], [
-        {"op": "add", "path": f"{C0}/requests/cpu", "value": "1"},
-        {"op": "add", "path": "/spec/containers/1/resources", "value": {}},
-        {"op": "add", "path": "/spec/containers/1/resources/requests", "value": {}},
-        {"op": "add", "path": "/spec/containers/1/resources/requests/cpu", "value": "2"},
-        _updates("container 0: cpu request; container 1: cpu request"),
-    ]),
-    ("new cpu limit", [EMPTY_SHAPE], [ContainerResources(limits=_r(1000))], [
-        {"op": "add", "path": C0, "value": {}},
-        {"op": "add", "path": f"{C0}/limits", "value": {}},
-        {"op": "add", "path": f"{C0}/limits/cpu", "value": "1"},
-        _updates("container 0: cpu limit"),
-    ]),
-    ("replacement cpu limit", [LIMITS_SHAPE], [ContainerResources(limits=_r(1000))], [
-        {"op": "add", "path": f"{C0}/limits/cpu", "value": "1"},
-        _updates("container 0: cpu limit"),
-    ]),
+    (
+        "new cpu recommendation",
+        [EMPTY_SHAPE],
+        [ContainerResources(requests=_r(1000))],
+        [
+            {"op": "add", "path": C0, "value": {}},
+            {"op": "add", "path": f"{C0}/requests", "value": {}},
+            {"op": "add", "path": f"{C0}/requests/cpu", "value": "1"},
+            _updates("container 0: cpu request"),
+        ],
+    ),
+    (
+        "replacement cpu recommendation",
+        [REQUESTS_SHAPE],
+        [ContainerResources(requests=_r(1000))],
+        [
+            {"op": "add", "path": f"{C0}/requests/cpu", "value": "1"},
+            _updates("container 0: cpu request"),
+        ],
+    ),
+    (
+        "two containers",
+        [REQUESTS_SHAPE, EMPTY_SHAPE],
+        [ContainerResources(requests=_r(1000)), ContainerResources(requests=_r(2000))],
+        [
+            {"op": "add", "path": f"{C0}/requests/cpu", "value": "1"},
+            {"op": "add", "path": "/spec/containers/1/resources", "value": {}},
+            {"op": "add", "path": "/spec/containers/1/resources/requests", "value": {}},
+            {"op": "add", "path": "/spec/containers/1/resources/requests/cpu", "value": "2"},
+            _updates("container 0: cpu request; container 1: cpu request"),
+        ],
+    ),
+    (
+        "new cpu limit",
+        [EMPTY_SHAPE],
+        [ContainerResources(limits=_r(1000))],
+        [
+            {"op": "add", "path": C0, "value": {}},
+            {"op": "add", "path": f"{C0}/limits", "value": {}},
+            {"op": "add", "path": f"{C0}/limits/cpu", "value": "1"},
+            _updates("container 0: cpu limit"),
+        ],
+    ),
+    (
+        "replacement cpu limit",
+        [LIMITS_SHAPE],
+        [ContainerResources(limits=_r(1000))],
+        [
+            {"op": "add", "path": f"{C0}/limits/cpu", "value": "1"},
+            _updates("container 0: cpu limit"),
+        ],
+    ),
     ("no recommendation present", [LIMITS_SHAPE], [ContainerResources()], []),
 ]
 
 
-@pytest.mark.parametrize(("shapes", "recommended", "expected"), [c[1:] for c in RESOURCE_UPDATES],
-                         ids=[c[0] for c in RESOURCE_UPDATES])
-def test_resource_updates(shapes: list[ContainerShape], recommended: list[ContainerResources],
-                          expected: list[JSON]) -> None:
+@pytest.mark.parametrize(
+    ("shapes", "recommended", "expected"),
+    [c[1:] for c in RESOURCE_UPDATES],
+    ids=[c[0] for c in RESOURCE_UPDATES],
+)
+def test_resource_updates(
+    shapes: list[ContainerShape], recommended: list[ContainerResources], expected: list[JSON]
+) -> None:
     assert _writer(shapes, recommended) == expected
 
 
 def test_resource_updates_end_to_end() -> None:
     # "new cpu recommendation" through the whole pod admission: a container with no resources at all and a
     # VPA recommending 1 CPU gets the same three resource patches and the same vpaUpdates text
-    container = make_container("c", cpu_request=None, memory_request=None, cpu_limit=None, memory_limit=None,
-                               probes=False)
+    container = make_container(
+        "c", cpu_request=None, memory_request=None, cpu_limit=None, memory_limit=None, probes=False
+    )
     raw = make_pod(containers=[container])
     raw.pop("status")
     recommendation = [{"containerName": "c", "target": {"cpu": "1"}}]
@@ -180,13 +219,28 @@ def test_resource_updates_end_to_end() -> None:
 
 
 def _container(req: str | None, lim: str | None) -> ContainerView:
-    raw = make_pod(containers=[make_container("container1", cpu_request=req, memory_request=None,
-                                              cpu_limit=lim, memory_limit=None, probes=False)])
+    raw = make_pod(
+        containers=[
+            make_container(
+                "container1",
+                cpu_request=req,
+                memory_request=None,
+                cpu_limit=lim,
+                memory_limit=None,
+                probes=False,
+            )
+        ]
+    )
     return pod_from_dict(raw).containers[0]
 
 
-def _boost_vpa(boost: JSON | None = None, container_boost: JSON | None = None, *, mode: str | None = None,
-               controlled_values: str | None = None) -> VpaView:
+def _boost_vpa(
+    boost: JSON | None = None,
+    container_boost: JSON | None = None,
+    *,
+    mode: str | None = None,
+    controlled_values: str | None = None,
+) -> VpaView:
     policy: JSON = {"containerName": "container1"}
     if mode is not None:
         policy["mode"] = mode
@@ -194,8 +248,9 @@ def _boost_vpa(boost: JSON | None = None, container_boost: JSON | None = None, *
         policy["controlledValues"] = controlled_values
     if container_boost is not None:
         policy["startupBoost"] = {"cpu": container_boost}
-    raw = make_vpa("name", container_policies=[policy],
-                   startup_boost={"cpu": boost} if boost is not None else None)
+    raw = make_vpa(
+        "name", container_policies=[policy], startup_boost={"cpu": boost} if boost is not None else None
+    )
     return vpa_from_dict(raw)
 
 
@@ -214,48 +269,129 @@ def _res(req: int | None, lim: int | None) -> ContainerResources:
 ORIGINAL_1M = '{"requests":{"cpu":"1m"},"limits":{"cpu":"1m"}}'
 # (name, container (request, limit), VPA, recommended (request, limit) in millicores, max allowed boost,
 #  expected (request, limit) or None for "no boost", expected annotation value)
-BOOST: list[tuple[str, tuple[str | None, str | None], VpaView, tuple[int | None, int | None], int | None,
-                  tuple[int | None, int | None] | None, str | None]] = [
-    ("startup boost factor", ("1m", "1m"), _boost_vpa(_factor(2)), (100, 100), None, (200, 200),
-     ORIGINAL_1M),
-    ("startup boost factor with 0s duration", ("1m", "1m"), _boost_vpa(_factor(2, 0)), (100, 100), None,
-     (200, 200), ORIGINAL_1M),
-    ("startup boost quantity", ("1m", "1m"), _boost_vpa(_quantity("500m")), (100, 100), None, (600, 600),
-     ORIGINAL_1M),
-    ("quantity less than request", ("400m", "400m"), _boost_vpa(_quantity("200m")), (500, 500), None,
-     (700, 700), '{"requests":{"cpu":"400m"},"limits":{"cpu":"400m"}}'),
+BOOST: list[
+    tuple[
+        str,
+        tuple[str | None, str | None],
+        VpaView,
+        tuple[int | None, int | None],
+        int | None,
+        tuple[int | None, int | None] | None,
+        str | None,
+    ]
+] = [
+    ("startup boost factor", ("1m", "1m"), _boost_vpa(_factor(2)), (100, 100), None, (200, 200), ORIGINAL_1M),
+    (
+        "startup boost factor with 0s duration",
+        ("1m", "1m"),
+        _boost_vpa(_factor(2, 0)),
+        (100, 100),
+        None,
+        (200, 200),
+        ORIGINAL_1M,
+    ),
+    (
+        "startup boost quantity",
+        ("1m", "1m"),
+        _boost_vpa(_quantity("500m")),
+        (100, 100),
+        None,
+        (600, 600),
+        ORIGINAL_1M,
+    ),
+    (
+        "quantity less than request",
+        ("400m", "400m"),
+        _boost_vpa(_quantity("200m")),
+        (500, 500),
+        None,
+        (700, 700),
+        '{"requests":{"cpu":"400m"},"limits":{"cpu":"400m"}}',
+    ),
     ("startup boost capped", ("1m", "1m"), _boost_vpa(_factor(3, 1)), (20, 20), 40, (40, 40), ORIGINAL_1M),
-    ("startup boost no recommendation", ("100m", "100m"), _boost_vpa(_factor(2)), (None, None), None,
-     (200, 200), '{"requests":{"cpu":"100m"},"limits":{"cpu":"100m"}}'),
-    ("startup boost with ControlledValues=RequestsOnly", ("100m", "300m"),
-     _boost_vpa(_factor(2), controlled_values="RequestsOnly"), (100, None), None, (200, None),
-     '{"requests":{"cpu":"100m"},"limits":{"cpu":"300m"}}'),
-    ("startup boost with RequestsOnly - capped below limit to preserve pod Qos", ("100m", "150m"),
-     _boost_vpa(_factor(2), controlled_values="RequestsOnly"), (100, None), None, (149, None),
-     '{"requests":{"cpu":"100m"},"limits":{"cpu":"150m"}}'),
-    ("startup boost with ControlledValues=RequestsandLimits and limits set", ("100m", "300m"),
-     _boost_vpa(_factor(2), controlled_values="RequestsAndLimits"), (150, None), None, (300, 900),
-     '{"requests":{"cpu":"100m"},"limits":{"cpu":"300m"}}'),
-    ("startup boost with ControlledValues=RequestsandLimits and limits not set", ("100m", None),
-     _boost_vpa(_factor(2), controlled_values="RequestsAndLimits"), (150, None), None, (300, None),
-     '{"requests":{"cpu":"100m"},"limits":{}}'),
-    ("startup boost container policy takes precedence", ("1m", "1m"),
-     _boost_vpa(_factor(2), container_boost=_factor(3)), (100, 100), None, (300, 300), ORIGINAL_1M),
+    (
+        "startup boost no recommendation",
+        ("100m", "100m"),
+        _boost_vpa(_factor(2)),
+        (None, None),
+        None,
+        (200, 200),
+        '{"requests":{"cpu":"100m"},"limits":{"cpu":"100m"}}',
+    ),
+    (
+        "startup boost with ControlledValues=RequestsOnly",
+        ("100m", "300m"),
+        _boost_vpa(_factor(2), controlled_values="RequestsOnly"),
+        (100, None),
+        None,
+        (200, None),
+        '{"requests":{"cpu":"100m"},"limits":{"cpu":"300m"}}',
+    ),
+    (
+        "startup boost with RequestsOnly - capped below limit to preserve pod Qos",
+        ("100m", "150m"),
+        _boost_vpa(_factor(2), controlled_values="RequestsOnly"),
+        (100, None),
+        None,
+        (149, None),
+        '{"requests":{"cpu":"100m"},"limits":{"cpu":"150m"}}',
+    ),
+    (
+        "startup boost with ControlledValues=RequestsandLimits and limits set",
+        ("100m", "300m"),
+        _boost_vpa(_factor(2), controlled_values="RequestsAndLimits"),
+        (150, None),
+        None,
+        (300, 900),
+        '{"requests":{"cpu":"100m"},"limits":{"cpu":"300m"}}',
+    ),
+    (
+        "startup boost with ControlledValues=RequestsandLimits and limits not set",
+        ("100m", None),
+        _boost_vpa(_factor(2), controlled_values="RequestsAndLimits"),
+        (150, None),
+        None,
+        (300, None),
+        '{"requests":{"cpu":"100m"},"limits":{}}',
+    ),
+    (
+        "startup boost container policy takes precedence",
+        ("1m", "1m"),
+        _boost_vpa(_factor(2), container_boost=_factor(3)),
+        (100, 100),
+        None,
+        (300, 300),
+        ORIGINAL_1M,
+    ),
     # DEVIATION: upstream fails the admission ("boost factor must be >= 1", "unsupported startup boost
     # type"); validation rejects such a VPA on create, and for an older one we apply the recommendation
     # without a boost
     ("invalid factor", ("1m", None), _boost_vpa(_factor(0)), (100, None), None, None, None),
-    ("startup boost invalid type", ("1m", None), _boost_vpa({"type": "Invalid", "factor": 2,
-                                                              "durationSeconds": 10}),
-     (100, None), None, None, None),
+    (
+        "startup boost invalid type",
+        ("1m", None),
+        _boost_vpa({"type": "Invalid", "factor": 2, "durationSeconds": 10}),
+        (100, None),
+        None,
+        None,
+        None,
+    ),
 ]
 
 
-@pytest.mark.parametrize(("container", "v", "recommended", "max_allowed", "expected", "original"),
-                         [c[1:] for c in BOOST], ids=[c[0] for c in BOOST])
-def test_startup_boost(container: tuple[str | None, str | None], v: VpaView,
-                       recommended: tuple[int | None, int | None], max_allowed: int | None,
-                       expected: tuple[int | None, int | None] | None, original: str | None) -> None:
+@pytest.mark.parametrize(
+    ("container", "v", "recommended", "max_allowed", "expected", "original"),
+    [c[1:] for c in BOOST],
+    ids=[c[0] for c in BOOST],
+)
+def test_startup_boost(
+    container: tuple[str | None, str | None],
+    v: VpaView,
+    recommended: tuple[int | None, int | None],
+    max_allowed: int | None,
+    expected: tuple[int | None, int | None] | None,
+    original: str | None,
+) -> None:
     boosted = boost_container(_container(*container), v, _res(*recommended), max_allowed)
     if expected is None:
         assert boosted is None
@@ -267,8 +403,9 @@ def test_startup_boost(container: tuple[str | None, str | None], v: VpaView,
 
 
 def _boost_pod_patch(v: VpaView, gates: str) -> list[JSON]:
-    container = make_container("container1", cpu_request="100m", memory_request=None, cpu_limit=None,
-                               memory_limit=None, probes=False)
+    container = make_container(
+        "container1", cpu_request="100m", memory_request=None, cpu_limit=None, memory_limit=None, probes=False
+    )
     raw = make_pod(containers=[container])
     raw.pop("status")
     options = AdmissionOptions(gates=FeatureGates.parse(gates))
@@ -287,7 +424,11 @@ def test_startup_boost_feature_gate_disabled() -> None:
 def test_startup_boost_with_scaling_mode_off() -> None:
     # "startup boost with scaling mode off": nothing for that container
     recommendation = [{"containerName": "container1", "target": {"cpu": "1"}}]
-    raw = make_vpa("name", startup_boost={"cpu": _factor(2)}, recommendation=recommendation,
-                   container_policies=[{"containerName": "container1", "mode": "Off"}])
+    raw = make_vpa(
+        "name",
+        startup_boost={"cpu": _factor(2)},
+        recommendation=recommendation,
+        container_policies=[{"containerName": "container1", "mode": "Off"}],
+    )
     ops = _boost_pod_patch(vpa_from_dict(raw), "CPUStartupBoost=true")
     assert [op for op in ops if op["path"].startswith(C0) or "vpaCpuStartupBoost" in op["path"]] == []

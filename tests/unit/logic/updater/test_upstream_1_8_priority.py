@@ -71,17 +71,34 @@ def _pod(
     `oom=(started, finished)` (Unix seconds) is the first container's last termination, an OOM kill."""
     statuses = []
     for index, container in enumerate(containers):
-        status: JSON = {"name": container["name"], "ready": True, "restartCount": 0,
-                        "state": {"running": {"startedAt": rfc3339(START)}}}
+        status: JSON = {
+            "name": container["name"],
+            "ready": True,
+            "restartCount": 0,
+            "state": {"running": {"startedAt": rfc3339(START)}},
+        }
         if status_cpu and container["name"] in status_cpu:
             status["resources"] = {"requests": {"cpu": status_cpu[container["name"]]}}
         if oom is not None and index == 0:
-            status["lastState"] = {"terminated": {"reason": "OOMKilled", "exitCode": 137,
-                                                  "startedAt": rfc3339(oom[0]),
-                                                  "finishedAt": rfc3339(oom[1])}}
+            status["lastState"] = {
+                "terminated": {
+                    "reason": "OOMKilled",
+                    "exitCode": 137,
+                    "startedAt": rfc3339(oom[0]),
+                    "finishedAt": rfc3339(oom[1]),
+                }
+            }
         statuses.append(status)
-    raw = make_pod(name, containers=containers, annotations=annotations or {}, owner_kind="ReplicaSet",
-                   owner_name=RS, created_at=START, started_at=START, container_statuses=statuses)
+    raw = make_pod(
+        name,
+        containers=containers,
+        annotations=annotations or {},
+        owner_kind="ReplicaSet",
+        owner_name=RS,
+        created_at=START,
+        started_at=START,
+        container_statuses=statuses,
+    )
     return pod_from_dict(raw)
 
 
@@ -94,9 +111,14 @@ def _resources(cpu: str | None, mem: str | None) -> JSON:
     return out
 
 
-def _rec(name: str, cpu: str | None = None, mem: str | None = None, *,
-         lower: tuple[str | None, str | None] | None = None,
-         upper: tuple[str | None, str | None] | None = None) -> JSON:
+def _rec(
+    name: str,
+    cpu: str | None = None,
+    mem: str | None = None,
+    *,
+    lower: tuple[str | None, str | None] | None = None,
+    upper: tuple[str | None, str | None] | None = None,
+) -> JSON:
     out: JSON = {"containerName": name, "target": _resources(cpu, mem)}
     if lower is not None:
         out["lowerBound"] = _resources(*lower)
@@ -105,8 +127,13 @@ def _rec(name: str, cpu: str | None = None, mem: str | None = None, *,
     return out
 
 
-def _vpa(recs: list[JSON], *, mode: str = "Recreate", policies: list[JSON] | None = None,
-         eviction_requirements: list[JSON] | None = None) -> VpaView:
+def _vpa(
+    recs: list[JSON],
+    *,
+    mode: str = "Recreate",
+    policies: list[JSON] | None = None,
+    eviction_requirements: list[JSON] | None = None,
+) -> VpaView:
     raw = make_vpa(update_mode=mode, container_policies=policies, recommendation=recs)
     if eviction_requirements is not None:
         raw["spec"]["updatePolicy"]["evictionRequirements"] = eviction_requirements
@@ -124,43 +151,110 @@ def _priority(p: PodView, v: VpaView) -> PodPriority:
 C2 = "test-container-2"
 GET_UPDATE_PRIORITY: list[tuple[str, list[JSON], dict[str, str] | None, list[JSON], PodPriority]] = [
     ("simple scale up", [_container(C1, "2")], None, [_rec(C1, "10")], PodPriority(True, False, 4.0)),
-    ("simple scale up, resources from containerStatus have higher priority", [_container(C1, "10000")],
-     {C1: "2"}, [_rec(C1, "10")], PodPriority(True, False, 4.0)),
+    (
+        "simple scale up, resources from containerStatus have higher priority",
+        [_container(C1, "10000")],
+        {C1: "2"},
+        [_rec(C1, "10")],
+        PodPriority(True, False, 4.0),
+    ),
     ("simple scale down", [_container(C1, "4")], None, [_rec(C1, "2")], PodPriority(False, False, 0.5)),
     ("no resource diff", [_container(C1, "2")], None, [_rec(C1, "2")], PodPriority(False, False, 0.0)),
-    ("scale up on milliquanitites", [_container(C1, "10m")], None, [_rec(C1, "900m")],
-     PodPriority(True, False, 89.0)),
-    ("scale up outside recommended range", [_container(C1, "4")], None,
-     [_rec(C1, "10", lower=("6", None), upper=("14", None))], PodPriority(True, True, 1.5)),
-    ("scale down outside recommended range", [_container(C1, "8")], None,
-     [_rec(C1, "2", lower=("1", None), upper=("3", None))], PodPriority(False, True, 0.75)),
-    ("scale up with multiple quantities", [_container(C1, "2")], None, [_rec(C1, "10")],
-     PodPriority(True, False, 4.0)),
-    ("multiple resources, both scale up", [_container(C1, "3", "10M")], None, [_rec(C1, "6", "20M")],
-     PodPriority(True, False, 2.0)),
-    ("multiple resources, only one scale up", [_container(C1, "4", "10M")], None, [_rec(C1, "2", "20M")],
-     PodPriority(True, False, 1.5)),
-    ("multiple resources, both scale down", [_container(C1, "4", "20M")], None, [_rec(C1, "2", "10M")],
-     PodPriority(False, False, 1.0)),
-    ("multiple resources, one outside recommended range", [_container(C1, "4", "20M")], None,
-     [_rec(C1, "2", "10M", lower=("1", "5M"), upper=("3", "30M"))], PodPriority(False, True, 1.0)),
-    ("multiple containers, both scale up", [_container(C1, "1"), _container(C2, "2")], None,
-     [_rec(C1, "4"), _rec(C2, "8")], PodPriority(True, False, 3.0)),
-    ("multiple containers, both scale down", [_container(C1, "3"), _container(C2, "7")], None,
-     [_rec(C1, "1"), _rec(C2, "2")], PodPriority(False, False, 0.7)),
-    ("multiple containers, both scale up, one outside range", [_container(C1, "1"), _container(C2, "2")],
-     None, [_rec(C1, "4", lower=("1", None)), _rec(C2, "8", lower=("3", None), upper=("10", None))],
-     PodPriority(True, True, 3.0)),
-    ("multiple containers, multiple resources", [_container(C1, "6", "10M"), _container(C2, "4", "30M")],
-     None, [_rec(C1, "8", "20M"), _rec(C2, "7", "30M")], PodPriority(True, False, 0.75)),
+    (
+        "scale up on milliquanitites",
+        [_container(C1, "10m")],
+        None,
+        [_rec(C1, "900m")],
+        PodPriority(True, False, 89.0),
+    ),
+    (
+        "scale up outside recommended range",
+        [_container(C1, "4")],
+        None,
+        [_rec(C1, "10", lower=("6", None), upper=("14", None))],
+        PodPriority(True, True, 1.5),
+    ),
+    (
+        "scale down outside recommended range",
+        [_container(C1, "8")],
+        None,
+        [_rec(C1, "2", lower=("1", None), upper=("3", None))],
+        PodPriority(False, True, 0.75),
+    ),
+    (
+        "scale up with multiple quantities",
+        [_container(C1, "2")],
+        None,
+        [_rec(C1, "10")],
+        PodPriority(True, False, 4.0),
+    ),
+    (
+        "multiple resources, both scale up",
+        [_container(C1, "3", "10M")],
+        None,
+        [_rec(C1, "6", "20M")],
+        PodPriority(True, False, 2.0),
+    ),
+    (
+        "multiple resources, only one scale up",
+        [_container(C1, "4", "10M")],
+        None,
+        [_rec(C1, "2", "20M")],
+        PodPriority(True, False, 1.5),
+    ),
+    (
+        "multiple resources, both scale down",
+        [_container(C1, "4", "20M")],
+        None,
+        [_rec(C1, "2", "10M")],
+        PodPriority(False, False, 1.0),
+    ),
+    (
+        "multiple resources, one outside recommended range",
+        [_container(C1, "4", "20M")],
+        None,
+        [_rec(C1, "2", "10M", lower=("1", "5M"), upper=("3", "30M"))],
+        PodPriority(False, True, 1.0),
+    ),
+    (
+        "multiple containers, both scale up",
+        [_container(C1, "1"), _container(C2, "2")],
+        None,
+        [_rec(C1, "4"), _rec(C2, "8")],
+        PodPriority(True, False, 3.0),
+    ),
+    (
+        "multiple containers, both scale down",
+        [_container(C1, "3"), _container(C2, "7")],
+        None,
+        [_rec(C1, "1"), _rec(C2, "2")],
+        PodPriority(False, False, 0.7),
+    ),
+    (
+        "multiple containers, both scale up, one outside range",
+        [_container(C1, "1"), _container(C2, "2")],
+        None,
+        [_rec(C1, "4", lower=("1", None)), _rec(C2, "8", lower=("3", None), upper=("10", None))],
+        PodPriority(True, True, 3.0),
+    ),
+    (
+        "multiple containers, multiple resources",
+        [_container(C1, "6", "10M"), _container(C2, "4", "30M")],
+        None,
+        [_rec(C1, "8", "20M"), _rec(C2, "7", "30M")],
+        PodPriority(True, False, 0.75),
+    ),
 ]
 
 
-@pytest.mark.parametrize(("containers", "status_cpu", "recs", "expected"),
-                         [c[1:] for c in GET_UPDATE_PRIORITY],
-                         ids=[c[0] for c in GET_UPDATE_PRIORITY])
-def test_get_update_priority(containers: list[JSON], status_cpu: dict[str, str] | None, recs: list[JSON],
-                             expected: PodPriority) -> None:
+@pytest.mark.parametrize(
+    ("containers", "status_cpu", "recs", "expected"),
+    [c[1:] for c in GET_UPDATE_PRIORITY],
+    ids=[c[0] for c in GET_UPDATE_PRIORITY],
+)
+def test_get_update_priority(
+    containers: list[JSON], status_cpu: dict[str, str] | None, recs: list[JSON], expected: PodPriority
+) -> None:
     got = _priority(_pod(containers, status_cpu=status_cpu), _vpa(recs))
     assert (got.scale_up, got.outside_range) == (expected.scale_up, expected.outside_range)
     assert got.resource_diff == pytest.approx(expected.resource_diff)
@@ -176,8 +270,12 @@ def test_get_update_priority_no_recommendation_for_container() -> None:
 @pytest.mark.parametrize(
     ("annotation", "expected_diff"),
     [(None, 4.0), (C1, 4.0), ("", 0.0), ("abcd;';", 4.0)],
-    ids=["with no VpaObservedContainers annotation", "with container listed in VpaObservedContainers",
-         "with container not listed in VpaObservedContainers", "with incorrect VpaObservedContainers"],
+    ids=[
+        "with no VpaObservedContainers annotation",
+        "with container listed in VpaObservedContainers",
+        "with container not listed in VpaObservedContainers",
+        "with incorrect VpaObservedContainers",
+    ],
 )
 def test_get_update_priority_vpa_observed_containers(annotation: str | None, expected_diff: float) -> None:
     annotations = {"vpaObservedContainers": annotation} if annotation is not None else None
@@ -209,15 +307,22 @@ def _order(entries: list[tuple[str, PodPriority]], now: float) -> list[str]:
 
 def test_sort_priority() -> None:
     # TestSortPriority: the larger diff first
-    entries = [("POD1", PodPriority(False, False, 4.0)), ("POD2", PodPriority(False, False, 1.5)),
-               ("POD3", PodPriority(False, False, 9.0)), ("POD4", PodPriority(False, False, 2.33))]
+    entries = [
+        ("POD1", PodPriority(False, False, 4.0)),
+        ("POD2", PodPriority(False, False, 1.5)),
+        ("POD3", PodPriority(False, False, 9.0)),
+        ("POD4", PodPriority(False, False, 2.33)),
+    ]
     assert _order(entries, START + 24 * HOUR) == ["POD3", "POD1", "POD4", "POD2"]
 
 
 def test_sort_priority_resources_decrease() -> None:
     # TestSortPriorityResourcesDecrease: a scale-up before larger scale-downs
-    entries = [("POD1", PodPriority(True, False, 0.25)), ("POD2", PodPriority(False, False, 0.25)),
-               ("POD3", PodPriority(False, False, 0.5))]
+    entries = [
+        ("POD1", PodPriority(True, False, 0.25)),
+        ("POD2", PodPriority(False, False, 0.25)),
+        ("POD3", PodPriority(False, False, 0.5)),
+    ]
     assert _order(entries, START + 24 * HOUR) == ["POD1", "POD3", "POD2"]
 
 
@@ -238,8 +343,14 @@ def test_update_not_required() -> None:
         (11, PodPriority(True, False, 0.0), False),
         (11, PodPriority(False, True, 0.9), True),
     ],
-    ids=["long-lived POD1 small diff", "long-lived POD2 large diff", "long-lived POD3 outside range",
-         "short-lived POD1", "short-lived POD2", "short-lived POD3 outside range"],
+    ids=[
+        "long-lived POD1 small diff",
+        "long-lived POD2 large diff",
+        "long-lived POD3 outside range",
+        "short-lived POD1",
+        "short-lived POD2",
+        "short-lived POD3 outside range",
+    ],
 )
 def test_update_by_pod_lifetime(age_h: int, priority: PodPriority, expected: bool) -> None:
     p = _pod([_container(C1, "4")])
@@ -259,8 +370,11 @@ NOW_11H = START + 11 * HOUR
         # TestDontUpdatePodWithOOMAfterLongRun: ran 57 min
         ((NOW_11H - 60 * MIN, NOW_11H - 3 * MIN), PodPriority(True, False, 0.0), False),
         # TestDontUpdatePodWithStaleQuickOOM (new in 1.8.1): ran 2 min, but ten days ago
-        ((NOW_11H - 10 * 24 * HOUR - 2 * MIN, NOW_11H - 10 * 24 * HOUR), PodPriority(True, False, 0.25),
-         False),
+        (
+            (NOW_11H - 10 * 24 * HOUR - 2 * MIN, NOW_11H - 10 * 24 * HOUR),
+            PodPriority(True, False, 0.25),
+            False,
+        ),
     ],
     ids=["quick OOM", "quick OOM no resource change", "OOM after long run", "stale quick OOM"],
 )
@@ -284,10 +398,15 @@ def test_quick_oom(oom: tuple[float, float], priority: PodPriority, expected: bo
         (C1, {"containerName": "*", "mode": "Auto"}, True),
         (C1, {"containerName": "*", "mode": "Off"}, False),
     ],
-    ids=["no VpaOvservedContainers annotation", "container listed in VpaOvservedContainers",
-         "container not listed in VpaOvservedContainers", "ContainerScalingModeAuto",
-         "ContainerScalingModeOff", "ContainerScalingModeAuto as default",
-         "ContainerScalingModeOff as default"],
+    ids=[
+        "no VpaOvservedContainers annotation",
+        "container listed in VpaOvservedContainers",
+        "container not listed in VpaOvservedContainers",
+        "ContainerScalingModeAuto",
+        "ContainerScalingModeOff",
+        "ContainerScalingModeAuto as default",
+        "ContainerScalingModeOff as default",
+    ],
 )
 def test_quick_oom_considered_containers(annotation: str | None, policy: JSON | None, expected: bool) -> None:
     annotations = {"vpaObservedContainers": annotation} if annotation is not None else None
@@ -301,14 +420,21 @@ def test_admission_filters_pods() -> None:
     # TestAdmission: a pod admission that admits only POD1 leaves only POD1. Ours is the eviction
     # requirements filter: a requirement only POD1 meets (its target is above its request).
     # (both resources requested: a container lacking a request passes any requirement, as upstream)
-    v = _vpa([_rec(C1, "10", "1Gi")], eviction_requirements=[
-        {"resources": ["cpu"], "changeRequirement": "TargetHigherThanRequests"}])
-    pods = {"POD1": _pod([_container(C1, "2", "1Gi")], name="POD1"),
-            "POD2": _pod([_container(C1, "40", "1Gi")], name="POD2")}
+    v = _vpa(
+        [_rec(C1, "10", "1Gi")],
+        eviction_requirements=[{"resources": ["cpu"], "changeRequirement": "TargetHigherThanRequests"}],
+    )
+    pods = {
+        "POD1": _pod([_container(C1, "2", "1Gi")], name="POD1"),
+        "POD2": _pod([_container(C1, "40", "1Gi")], name="POD2"),
+    }
     assert v.recommendation is not None
     by_name = recommendations_by_name(v.recommendation)
-    admitted = [name for name, p in pods.items()
-                if eviction_requirements_met(v, considered_containers(p, v, by_name, None), p)]
+    admitted = [
+        name
+        for name, p in pods.items()
+        if eviction_requirements_met(v, considered_containers(p, v, by_name, None), p)
+    ]
     assert admitted == ["POD1"]
 
 
@@ -330,10 +456,12 @@ def test_less_pod_priority(prio: PodPriority, other: PodPriority, is_less: bool)
 
 
 def _attempt(cpu: str | None, mem: str | None, name: str = C1) -> dict[str, Resources]:
-    return {name: Resources(
-        Quantity.parse(cpu).millis if cpu else None,
-        Quantity.parse(mem).value if mem else None,
-    )}
+    return {
+        name: Resources(
+            Quantity.parse(cpu).millis if cpu else None,
+            Quantity.parse(mem).value if mem else None,
+        )
+    }
 
 
 @pytest.mark.parametrize(
@@ -350,12 +478,22 @@ def _attempt(cpu: str | None, mem: str | None, name: str = C1) -> dict[str, Reso
         (_attempt("200m", "256Mi"), _attempt("100m", "512Mi"), True),
         (_attempt("100m", "512Mi"), _attempt("200m", "256Mi"), True),
     ],
-    ids=["both nil", "lastAttempt nil", "newRecommendation nil", "new CPU is lower", "new memory is lower",
-         "new resources are higher", "equal resources", "container not in lastAttempt",
-         "one resource lower one higher", "cpu higher memory lower"],
+    ids=[
+        "both nil",
+        "lastAttempt nil",
+        "newRecommendation nil",
+        "new CPU is lower",
+        "new memory is lower",
+        "new resources are higher",
+        "equal resources",
+        "container not in lastAttempt",
+        "one resource lower one higher",
+        "cpu higher memory lower",
+    ],
 )
-def test_has_lower_resource_recommendation(last: dict[str, Resources], new: dict[str, Resources],
-                                           expected: bool) -> None:
+def test_has_lower_resource_recommendation(
+    last: dict[str, Resources], new: dict[str, Resources], expected: bool
+) -> None:
     assert is_lower_somewhere(new, last) is expected
 
 
@@ -371,12 +509,20 @@ def test_has_lower_resource_recommendation(last: dict[str, Resources], new: dict
         ("Recreate", ("200m", "512Mi"), ("200m", "512Mi"), True),
         ("Auto", ("200m", "512Mi"), ("200m", "512Mi"), True),
     ],
-    ids=["InPlace no previous infeasible attempt", "InPlace same recommendation as last infeasible attempt",
-         "InPlace higher recommendation", "InPlace lower CPU", "InPlace lower memory",
-         "InPlace one resource lower one higher", "Recreate same recommendation", "Auto same recommendation"],
+    ids=[
+        "InPlace no previous infeasible attempt",
+        "InPlace same recommendation as last infeasible attempt",
+        "InPlace higher recommendation",
+        "InPlace lower CPU",
+        "InPlace lower memory",
+        "InPlace one resource lower one higher",
+        "Recreate same recommendation",
+        "Auto same recommendation",
+    ],
 )
-def test_add_pod_with_infeasible_attempts(mode: str, last: tuple[str, str] | None, current: tuple[str, str],
-                                          added: bool) -> None:
+def test_add_pod_with_infeasible_attempts(
+    mode: str, last: tuple[str, str] | None, current: tuple[str, str], added: bool
+) -> None:
     # TestAddPodWithInfeasibleAttempts: the pod (100m/128Mi, a day old, outside the range) is queued for an
     # update unless InPlace mode recorded an infeasible attempt the new target is not lower than.
     p = _pod([_container(C1, "100m", "128Mi")])
@@ -385,9 +531,14 @@ def test_add_pod_with_infeasible_attempts(mode: str, last: tuple[str, str] | Non
     infeasible = InfeasibleAttempts()
     if last is not None:
         infeasible = infeasible.record(p.uid, _attempt(*last))
-    inputs = PassInputs(now=START + 24 * HOUR, settings=UpdaterSettings(),
-                        gates=FeatureGates.parse("InPlace=true"), replicas={KEY: 3}, attempts={},
-                        infeasible=infeasible)
+    inputs = PassInputs(
+        now=START + 24 * HOUR,
+        settings=UpdaterSettings(),
+        gates=FeatureGates.parse("InPlace=true"),
+        replicas={KEY: 3},
+        attempts={},
+        infeasible=infeasible,
+    )
     plan = plan_vpa(v, [p, *others], inputs)
     (decision,) = [d for d in plan.decisions if d.pod.name == p.name]
     assert (decision.action is not Action.SKIP) is added, decision.explain()
@@ -402,8 +553,12 @@ def _req(resources: list[str], change: str) -> JSON:
     return {"resources": resources, "changeRequirement": change}
 
 
-def _admits(containers: list[JSON], recs: list[JSON], requirements: list[JSON],
-            status_cpu: dict[str, str] | None = None) -> bool:
+def _admits(
+    containers: list[JSON],
+    recs: list[JSON],
+    requirements: list[JSON],
+    status_cpu: dict[str, str] | None = None,
+) -> bool:
     p = _pod(containers, status_cpu=status_cpu)
     v = _vpa(recs, eviction_requirements=requirements)
     assert v.recommendation is not None
@@ -416,25 +571,50 @@ ADMIT_SINGLE: list[tuple[str, list[JSON], tuple[str, str], bool]] = [
     ("no config is given", [], ("600m", "10Gi"), True),
     ("CPU scaled up, config allows scaling up CPU", [_req(["cpu"], UP)], ("600m", "10Gi"), True),
     ("CPU scaled down, config allows scaling down CPU", [_req(["cpu"], DOWN)], ("400m", "10Gi"), True),
-    ("CPU scaled down, config allows only scaling up CPU", [_req(["cpu", "memory"], UP)], ("500m", "10Gi"),
-     False),
-    ("CPU down but memory up, config allows scaling up either", [_req(["cpu", "memory"], UP)],
-     ("500m", "11Gi"), True),
+    (
+        "CPU scaled down, config allows only scaling up CPU",
+        [_req(["cpu", "memory"], UP)],
+        ("500m", "10Gi"),
+        False,
+    ),
+    (
+        "CPU down but memory up, config allows scaling up either",
+        [_req(["cpu", "memory"], UP)],
+        ("500m", "11Gi"),
+        True,
+    ),
     ("memory scaled up, config allows scaling up memory", [_req(["memory"], UP)], ("500m", "11Gi"), True),
-    ("memory scaled down, config allows scaling down memory", [_req(["memory"], DOWN)], ("500m", "9Gi"),
-     True),
-    ("memory scaled down, config allows only scaling up", [_req(["cpu", "memory"], UP)], ("500m", "9Gi"),
-     False),
-    ("CPU up, memory down, config allows CPU up and memory down",
-     [_req(["cpu"], UP), _req(["memory"], DOWN)], ("600m", "9Gi"), True),
+    (
+        "memory scaled down, config allows scaling down memory",
+        [_req(["memory"], DOWN)],
+        ("500m", "9Gi"),
+        True,
+    ),
+    (
+        "memory scaled down, config allows only scaling up",
+        [_req(["cpu", "memory"], UP)],
+        ("500m", "9Gi"),
+        False,
+    ),
+    (
+        "CPU up, memory down, config allows CPU up and memory down",
+        [_req(["cpu"], UP), _req(["memory"], DOWN)],
+        ("600m", "9Gi"),
+        True,
+    ),
     ("CPU scaled up, config allows only scaling down CPU", [_req(["cpu"], DOWN)], ("1000m", "9Gi"), False),
-    ("CPU up, memory down, config allows CPU up and memory up",
-     [_req(["cpu"], UP), _req(["memory"], UP)], ("600m", "9Gi"), False),
+    (
+        "CPU up, memory down, config allows CPU up and memory up",
+        [_req(["cpu"], UP), _req(["memory"], UP)],
+        ("600m", "9Gi"),
+        False,
+    ),
 ]
 
 
-@pytest.mark.parametrize(("requirements", "target", "expected"), [c[1:] for c in ADMIT_SINGLE],
-                         ids=[c[0] for c in ADMIT_SINGLE])
+@pytest.mark.parametrize(
+    ("requirements", "target", "expected"), [c[1:] for c in ADMIT_SINGLE], ids=[c[0] for c in ADMIT_SINGLE]
+)
 def test_admit_for_single_container(
     requirements: list[JSON], target: tuple[str, str], expected: bool
 ) -> None:
@@ -451,19 +631,32 @@ def test_admit_without_requests_and_by_container_status() -> None:
 
 TWO = [_container("test-container-1", "500m", "10Gi"), _container("test-container-2", "500m", "10Gi")]
 ADMIT_MULTIPLE: list[tuple[str, list[JSON], bool]] = [
-    ("both containers fulfill the requirements",
-     [_rec("test-container-1", "600m", "10Gi"), _rec("test-container-2", "700m", "10Gi")], True),
-    ("only one container fulfills the requirements",
-     [_rec("test-container-1", "200m", "10Gi"), _rec("test-container-2", "700m", "10Gi")], True),
-    ("no container fulfills the requirements",
-     [_rec("test-container-1", "200m", "10Gi"), _rec("test-container-2", "300m", "10Gi")], False),
-    ("one container without a recommendation, the other does not fulfil",
-     [_rec("test-container-2", "300m", "10Gi")], False),
+    (
+        "both containers fulfill the requirements",
+        [_rec("test-container-1", "600m", "10Gi"), _rec("test-container-2", "700m", "10Gi")],
+        True,
+    ),
+    (
+        "only one container fulfills the requirements",
+        [_rec("test-container-1", "200m", "10Gi"), _rec("test-container-2", "700m", "10Gi")],
+        True,
+    ),
+    (
+        "no container fulfills the requirements",
+        [_rec("test-container-1", "200m", "10Gi"), _rec("test-container-2", "300m", "10Gi")],
+        False,
+    ),
+    (
+        "one container without a recommendation, the other does not fulfil",
+        [_rec("test-container-2", "300m", "10Gi")],
+        False,
+    ),
 ]
 
 
-@pytest.mark.parametrize(("recs", "expected"), [c[1:] for c in ADMIT_MULTIPLE],
-                         ids=[c[0] for c in ADMIT_MULTIPLE])
+@pytest.mark.parametrize(
+    ("recs", "expected"), [c[1:] for c in ADMIT_MULTIPLE], ids=[c[0] for c in ADMIT_MULTIPLE]
+)
 def test_admit_for_multiple_containers(recs: list[JSON], expected: bool) -> None:
     # TestAdmitForMultipleContainer: requirement cpu TargetHigherThanRequests
     assert _admits(TWO, recs, [_req(["cpu"], UP)]) is expected
