@@ -765,3 +765,63 @@ def test_in_place_skip_disruption_budget_with_resize_policy(
     partial = sum(1 for d in plan.decisions if d.action is Action.RESIZE_PARTIAL)
     assert (full, partial) == ours
     assert full == upstream  # whole changes agree everywhere; the deviation is only the partial ones
+
+
+# --- the sequential in-place budget tests of pods_inplace_restriction_test.go (and the eviction one with
+#     the skip flag): every pod of the group needs the same restart-free change; count what one pass does
+
+SEQUENTIAL: list[tuple[str, str, int, int, int, float, bool, int]] = [
+    # (name, mode, configured, live pods, --min-replicas, tolerance, skip flag, pods resized)
+    ("TestInPlaceTooFewReplicas (minReplicas 10)", "InPlaceOrRecreate", 5, 5, 10, 0.5, False, 0),
+    ("TestEvictionToleranceForInPlace (0.8 of 5)", "InPlaceOrRecreate", 5, 5, 2, 0.8, False, 4),
+    ("TestEvictionToleranceForInPlaceWithSkipDisruptionBudget", "InPlaceOrRecreate", 5, 5, 2, 0.8, True, 5),
+    (
+        "TestEvictionToleranceForInPlaceWithSkipDisruptionBudgetWithLessThanMinimumPods",
+        "InPlaceOrRecreate",
+        5,
+        1,
+        2,
+        0.8,
+        True,
+        1,
+    ),
+    ("TestInPlaceAtLeastOne (0.1 of 5)", "InPlaceOrRecreate", 5, 5, 2, 0.1, False, 1),
+    ("TestInPlaceModeAtLeastOne (0.1 of 5)", "InPlace", 5, 5, 2, 0.1, False, 1),
+]
+
+
+@pytest.mark.parametrize(
+    ("mode", "configured", "live", "min_replicas", "tolerance", "skip", "resized"),
+    [c[1:] for c in SEQUENTIAL],
+    ids=[c[0] for c in SEQUENTIAL],
+)
+def test_in_place_budget_per_pass(
+    mode: str, configured: int, live: int, min_replicas: int, tolerance: float, skip: bool, resized: int
+) -> None:
+    pods = [pod(f"test-{i}") for i in range(live)]
+    settings = UpdaterSettings(
+        min_replicas=min_replicas, eviction_tolerance=tolerance, in_place_skip_disruption_budget=skip
+    )
+    inputs = PassInputs(
+        now=NOW,
+        settings=settings,
+        gates=GATES,
+        replicas={KEY: configured},
+        attempts={},
+        infeasible=InfeasibleAttempts(),
+    )
+    plan = plan_vpa(vpa(mode, OUT_OF_RANGE), pods, inputs)
+    assert sum(1 for d in plan.decisions if d.action is Action.RESIZE) == resized
+    assert not any(d.action is Action.EVICT for d in plan.decisions)
+
+
+@pytest.mark.parametrize(
+    "skip", [False, True], ids=["TestEvictTooFewReplicas", "...WithInPlaceSkipDisruptionBudget"]
+)
+def test_evict_too_few_replicas_whatever_the_skip_flag(skip: bool) -> None:
+    # minReplicas 10, 5 live pods of a Recreate VPA: no eviction, with or without the in-place skip flag
+    pods = [pod(f"test-{i}") for i in range(5)]
+    settings = UpdaterSettings(min_replicas=10, eviction_tolerance=0.5, in_place_skip_disruption_budget=skip)
+    groups, problems = build_groups(pods, vpa("Recreate"), settings, {KEY: 5})
+    assert problems == {KEY: GroupProblem.BELOW_MIN_REPLICAS}
+    assert not groups
