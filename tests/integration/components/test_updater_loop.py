@@ -181,14 +181,17 @@ async def test_loop_is_skipped_while_the_admission_controller_status_lease_is_st
     async with updater_env(updater_settings=settings(use_admission_controller_status=True)) as env:
         before = await env.create_deployment("web", 2)
         await env.create_vpa(vpa("web", "web", "InPlaceOrRecreate"), rec(cpu="800m", memory="256Mi"))
-        # No lease at all: skipped.
+        invalid = "vpa_updater_admission_controller_status_invalid_total"
+        # No lease at all: skipped, counted as reason "error" (upstream's GET fails).
         report = await env.run_once()
         assert report.skipped == SKIPPED_ADMISSION_STALE
         assert report.plans == []
-        # Last renewed 2 min ago (timeout 1 min): skipped.
+        assert env.metric(invalid, reason="error") == 1
+        # Last renewed 2 min ago (timeout 1 min): skipped, reason "invalid".
         await _put_lease(env, env.cluster.clock.now() - 120)
         report = await env.run_once()
         assert report.skipped == SKIPPED_ADMISSION_STALE
+        assert (env.metric(invalid, reason="error"), env.metric(invalid, reason="invalid")) == (1, 1)
         assert [amounts(spec_resources(p)["requests"]) for p in env.pods("web")] == [res("500m", "256Mi")] * 2
         # Renewed: the loop runs.
         await _put_lease(env, env.cluster.clock.now())
@@ -201,6 +204,7 @@ async def test_loop_is_skipped_while_the_admission_controller_status_lease_is_st
         await env.advance(61)
         report = await env.run_once()
         assert report.skipped == SKIPPED_ADMISSION_STALE
+        assert env.metric(invalid, reason="invalid") == 2
         assert [amounts(spec_resources(p)["requests"]) for p in env.pods("web")] == [res("800m", "256Mi")] * 2
 
 

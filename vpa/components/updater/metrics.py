@@ -110,6 +110,13 @@ class UpdaterMetrics:
             ["vpa_size_log2", *per_vpa],
             registry=registry,
         )
+        self.status_invalid = Counter(
+            "vpa_updater_admission_controller_status_invalid_total",
+            "Updater loops skipped because the admission controller's status Lease was missing or unreadable "
+            "(reason=error) or older than --admission-controller-status-lease-timeout (reason=invalid).",
+            ["reason"],
+            registry=registry,
+        )
         self.latency = Histogram(
             "vpa_updater_execution_latency_seconds",
             "Time spent in the steps of one updater loop.",

@@ -242,7 +242,10 @@ class Updater:
         self.metrics.reset_gauges()
         if self.lease is not None:
             lease = f"{self.lease.namespace}/{self.lease.name}"
-            stale = not await self.lease.is_fresh()
+            problem = await self.lease.problem()
+            stale = problem is not None
+            if problem is not None:
+                self.metrics.status_invalid.labels(reason=problem).inc()
             changes = self.admission_stale.update([lease] if stale else [])
             if changes.entered:
                 # At start the admission controller (often this very process) has not renewed it yet.
