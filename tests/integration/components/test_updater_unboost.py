@@ -16,6 +16,7 @@ from tests.integration.components.test_updater_support import (
     cstatus,
     rec,
     res,
+    settings,
     spec_resources,
     uids,
     updater_env,
@@ -96,3 +97,37 @@ async def test_the_unboost_loop_ends_a_boost_within_seconds_of_expiry() -> None:
         assert uids(after) == uids(before)
         assert amounts(cstatus(after[0])["resources"]["requests"]) == res("300m", "256Mi")
         assert cstatus(after[0])["restartCount"] == 0
+
+
+@pytest.mark.parametrize(("syncs", "most_at_once"), [(1, 1), (3, 3)], ids=["one-worker", "three-workers"])
+async def test_concurrent_cpu_startup_boost_syncs_bounds_the_removals_in_flight(
+    syncs: int, most_at_once: int
+) -> None:
+    """`--concurrent-cpu-startup-boost-syncs` (upstream 1.8): how many boost removals are in flight at once.
+    A spy around the real actuator counts the resize calls that overlap."""
+    options = AdmissionOptions(gates=FeatureGates.parse(GATES))
+    env_setup = updater_env(gates=GATES, updater_settings=settings(concurrent_cpu_startup_boost_syncs=syncs))
+    async with env_setup as env, admission_webhook(env.cluster, options):
+        await env.create_vpa(boosted_vpa("InPlaceOrRecreate"), rec("app", cpu="300m", memory="256Mi"))
+        before = await env.create_deployment("web", 3, container("app", cpu="250m", memory="256Mi"))
+        actuator = env.updater.unbooster.actuator
+        real_resize = actuator.resize
+        in_flight = peak = 0
+
+        async def counting_resize(namespace: str, name: str, operations: list[Any]) -> Any:
+            nonlocal in_flight, peak
+            in_flight += 1
+            peak = max(peak, in_flight)
+            try:
+                await asyncio.sleep(0.05)  # real time, so that removals allowed to overlap do overlap
+                return await real_resize(namespace, name, operations)
+            finally:
+                in_flight -= 1
+
+        actuator.resize = counting_resize  # type: ignore[method-assign]
+        await env.advance(10 + BOOST_S)  # Ready, then expired
+        report = await env.updater.unboost_once()
+        await env.sync()
+        assert len(report.unboosted) == 3
+        assert peak == most_at_once
+        assert uids(env.pods("web")) == uids(before)

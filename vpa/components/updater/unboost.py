@@ -50,7 +50,8 @@ class Unbooster:
     carrying a `vpaCpuStartupBoost/…` annotation (a pod-cache index), asks `vpa.logic.updater.unboost` what
     ends each boost, resizes in place through the updater's in-place token bucket and then removes the
     annotations. It wakes at the earliest boost expiry and at least every `UNBOOST_POLL_S`; it never evicts;
-    a failed unboost is retried one updater interval later."""
+    up to `--concurrent-cpu-startup-boost-syncs` pods are unboosted at once; a failed unboost is retried one
+    updater interval later."""
 
     def __init__(self, ctx: ComponentContext, controllers: ControllerCaches, limiter: TokenBucket,
                  actuator: Actuator, events: EventRecorder, metrics: UpdaterMetrics,
@@ -94,6 +95,7 @@ class Unbooster:
             del self._retry_at[uid]
         now = self.clock.now()
         limits_by_namespace: dict[str, NamespaceLimits] = {}
+        due: list[tuple[PodView, VpaView | None, UnboostPlan]] = []
         for pod in boosted:
             if now < self._retry_at.get(pod.uid, now) or blocked(pod) is not None:
                 continue
@@ -112,8 +114,26 @@ class Unbooster:
             ):
                 report.next_expiry = plan.next_expiry
             if plan.expired:
-                await self._unboost(pod, vpa, plan, report)
+                due.append((pod, vpa, plan))
+        await self._unboost_all(due, report)
         return report
+
+    async def _unboost_all(self, due: list[tuple[PodView, VpaView | None, UnboostPlan]],
+                           report: UnboostReport) -> None:
+        """End the boosts of `due`, at most `--concurrent-cpu-startup-boost-syncs` pods at a time (upstream's
+        unboost workers). Every pod is tried even when one raises; the first error is raised afterwards."""
+        if not due:
+            return
+        slots = asyncio.Semaphore(self.settings.concurrent_cpu_startup_boost_syncs)
+
+        async def one(pod: PodView, vpa: VpaView | None, plan: UnboostPlan) -> None:
+            async with slots:
+                await self._unboost(pod, vpa, plan, report)
+
+        results = await asyncio.gather(*(one(*item) for item in due), return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
 
     def _controlling_vpa(self, pod: PodView) -> VpaView | None:
         """The VPA controlling a boosted pod, in any update mode (boosts are applied even in mode `Off`)."""
