@@ -303,9 +303,9 @@ def pod_patch(
             boosted = boost_container(
                 container, vpa, container_resources, options.max_allowed_cpu_boost_millicores
             )
-            if boosted is not None:
-                if not writable(boosted[0]):
-                    continue
+            # A boost that would put the CPU request above its limit (a Container LimitRange capped the
+            # limit) is not applied; the recommendation still is, as for any unusable boost.
+            if boosted is not None and writable(boosted[0]):
                 container_resources, original = boosted
                 ops.append(annotation_patch(ann.cpu_startup_boost_key(container.name), original))
         if not writable(container_resources):

@@ -643,6 +643,20 @@ def test_startup_boost_skips_containers_with_mode_off() -> None:
     check_patched_pod(raw_pod, ops)
 
 
+def test_startup_boost_past_a_limitrange_cap_leaves_the_recommendation() -> None:
+    # The LimitRange caps the limit at 250m, so 250m × 2 cannot be requested: no boost, but the container still
+    # gets its recommendation (the differential suite's `lr/boost/bare`, where upstream boosts past the limit).
+    raw_pod = admission_pod(container())
+    lr = limit_ranges({"type": "Container", "max": {"cpu": "250m"}, "default": {"cpu": "250m"},
+                       "defaultRequest": {"cpu": "100m"}})
+    ops = patch_for(raw_pod, vpa_json(rec(cpu="250m", memory="200Mi"), startup_boost=FACTOR_2), lr,
+                    options=BOOST)
+    paths = by_path(ops)
+    assert not any("vpaCpuStartupBoost" in p for p in paths)
+    assert (paths[f"{C0}/requests/cpu"], paths[f"{C0}/requests/memory"]) == ("250m", "200Mi")
+    check_patched_pod(raw_pod, ops)
+
+
 def test_startup_boost_ignored_without_gate() -> None:
     raw_pod = admission_pod(container(cpu_request="250m"))
     ops = patch_for(raw_pod, vpa_json(rec(cpu="300m"), startup_boost=FACTOR_2))
