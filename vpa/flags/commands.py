@@ -226,6 +226,11 @@ def parse_replay_args(argv: Sequence[str], env: Mapping[str, str]) -> settings.R
         raise UsageError(f'unexpected argument "{parsed.positionals[1]}": vpa replay takes one TRACE')
     targets = _targets(values, table.REPLAY_FLAGS)
     _apply_env(targets, env)
+    loop = values["loop"]
+    if loop == "open" and values["closed-loop"]:
+        raise UsageError("--loop open contradicts --closed-loop")
+    if loop and not values["evaluate"]:
+        raise UsageError("--loop needs --evaluate")
     try:
         return settings.ReplaySettings(
             trace_path=parsed.positionals[0],
@@ -234,7 +239,7 @@ def parse_replay_args(argv: Sequence[str], env: Mapping[str, str]) -> settings.R
             output=values["output"],  # type: ignore[arg-type]
             algorithm=values["recommender"],  # type: ignore[arg-type]
             evaluate=values["evaluate"],  # type: ignore[arg-type]
-            closed_loop=values["closed-loop"],  # type: ignore[arg-type]
+            closed_loop=bool(values["closed-loop"]) or loop == "closed",
             recommender=_recommender(targets, settings.LeaderElectionSettings()),
             feature_gates=_feature_gates(values),
         )

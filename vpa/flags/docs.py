@@ -27,7 +27,7 @@ booleans as --flag or --flag=false, durations as 30s, 1m, 1h30m."""
 REPLAY_USAGE = (
     "Usage: vpa replay TRACE [--at TIME] [--every DURATION] [--output json|yaml|csv|table] "
     "[recommender flags]\n"
-    "       vpa replay TRACE --evaluate [--every DURATION] [--recommender NAME] [--closed-loop]\n"
+    "       vpa replay TRACE --evaluate [--loop open|closed] [--every DURATION] [--recommender NAME]\n"
     "                        [--output json|table|html]\n"
     "       vpa replay --list-recommenders\n\n"
     "Run the recommender's logic over a CSV or Parquet usage trace, offline, and print its recommendations\n"

@@ -660,9 +660,12 @@ REPLAY_OWN_FLAGS: Final[tuple[FlagDef, ...]] = (
             "past samples only, and report slack, OOM and throttling proxies, updates and time to first "
             "recommendation per container and overall (docs/quality.md).", None, default=False,
             addition=True, setting_text="evaluate"),
-    FlagDef("closed-loop", BOOL, Group.REPLAY, "With --evaluate: feed each OOM proxy (memory usage above the "
-            "memory target) back to the recommender as an OOM kill.", None, default=False, addition=True,
-            setting_text="closed_loop"),
+    FlagDef("loop", choice("", "open", "closed"), Group.REPLAY, "With --evaluate: 'open' (the recommender "
+            "sees only the trace) or 'closed' (each run of memory usage above the applied limit is fed back "
+            "as an OOM kill, and the container restarts with the applied values). Empty: open.", None,
+            default="", default_text="", addition=True, setting_text="closed_loop"),
+    FlagDef("closed-loop", BOOL, Group.REPLAY, "With --evaluate: the same as --loop closed.", None,
+            default=False, addition=True, setting_text="closed_loop"),
 )
 
 REPORT_FLAGS: Final[tuple[FlagDef, ...]] = (

@@ -749,7 +749,8 @@ class ReplaySettings:
     evaluate: bool = False
     """`--evaluate`: score the recommendations over time instead of printing them."""
     closed_loop: bool = False
-    """`--closed-loop`: when evaluating, feed each OOM proxy back as an OOM kill."""
+    """`--loop closed` (or `--closed-loop`): when evaluating, feed each run of memory usage above the
+    applied limit back as an OOM kill."""
     recommender: RecommenderSettings = field(default_factory=RecommenderSettings)
     """The recommender flags given to `vpa replay`."""
     feature_gates: FeatureGates = field(default_factory=FeatureGates)

@@ -14,10 +14,11 @@ import pytest
 
 from vpa import cli
 from vpa.flags import commands
+from vpa.logic.recommender.cost_aware import BUILTIN_RECOMMENDERS
 from vpa.logic.recommender.recommending import RecommenderConfig
 from vpa.model.settings import ReplaySettings
-from vpa.replay.evaluating import evaluate, evaluation_json, render_html, render_table
-from vpa.replay.replaying import Trace, run
+from vpa.replay.evaluating import evaluate, evaluate_one, evaluation_json, render_html, render_table
+from vpa.replay.replaying import Replayer, Trace, run
 
 T0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 GIB = 2**30
@@ -71,15 +72,72 @@ def test_moving_window_follows_a_step_within_an_interval() -> None:
     assert grows["moving-window"].updates >= 2  # up to 2 GiB, and the hand-over from upstream's estimate
 
 
-def test_closed_loop_feeds_oom_proxies_back() -> None:
-    open_loop = evaluate(trace(), ("default",), RecommenderConfig(), 3600.0)
-    closed = evaluate(trace(), ("default",), RecommenderConfig(), 3600.0, closed_loop=True)
-    assert closed.closed_loop
-    assert not open_loop.closed_loop
-    # Fed back as OOM kills, overruns are bumped by upstream's OOM rule (×1.2 of the limit), not
-    # learnt as the usage itself: the targets that follow differ.
-    closed_targets = closed.recommenders[0].plots["grows"].memory_target
-    assert closed_targets != open_loop.recommenders[0].plots["grows"].memory_target
+def test_closed_loop_feeds_an_overrun_back_as_an_oom_and_the_next_recommendation_shows_the_bump() -> None:
+    """`grows` jumps from 1 GiB to 2 GiB at day 2, above the applied limit: in the closed loop its first
+    sample becomes an OOM kill at the applied limit, and the next recommendation is exactly what the
+    recommender gives after that OOM: upstream's bump (max(1.2 × limit, limit + 100 MiB)) is in it, not
+    the 2 GiB the open loop learns."""
+    t = trace(days=3)
+    config = RecommenderConfig()
+    closed = evaluate_one(t, "default", config, 3600.0, closed_loop=True)
+    open_loop = evaluate_one(t, "default", config, 3600.0)
+    jump, after = T0 + 2 * 86_400, T0 + 2 * 86_400 + 3600
+    series = closed.plots["grows"]
+    at = series.times.index(jump)
+    limit = int(series.memory_applied[at] or 0)
+    assert GIB < limit < 2 * GIB  # the jump overruns the applied limit
+    # The same rows fed by hand: usage before the jump, the OOM at the limit, then usage at the limit.
+    replayer = Replayer(config, "default")
+    for ts, key, cpu, memory in zip(t.timestamps, t.containers, t.cpu_cores, t.memory_bytes, strict=True):
+        if ts >= after:
+            break
+        if key == "grows" and ts == jump:
+            replayer.apply(ts, key, cpu, limit, True)
+        elif key == "grows" and ts > jump:
+            replayer.apply(ts, key, cpu, limit, False)
+        else:
+            replayer.apply(ts, key, cpu, memory, False)
+    assert replayer.stats.ooms == 1
+    [expected] = [item for item in replayer.recommendations(after) if item.container_name == "grows"]
+    assert series.memory_target[at + 1] == expected.target.memory_bytes
+    bump = max(1.2 * limit, limit + 100 * 2**20)
+    assert (expected.target.memory_bytes or 0) >= bump
+    assert (expected.target.memory_bytes or 0) < (open_loop.plots["grows"].memory_target[at + 1] or 0)
+    # One overrun run fed back once: one OOM kill; the steady key never overruns.
+    grows_score = next(k for k in closed.keys if k.key == "grows")
+    assert grows_score.memory_runs >= 1
+    assert next(k for k in closed.keys if k.key == "steady").memory_runs == 0
+
+
+def test_json_contract_change_points_and_measures(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`vpa replay VM.csv --evaluate --loop closed --every 1h --output json` without `--recommender`:
+    every built-in recommender, each container's applied change points in time order."""
+    path = _csv(tmp_path / "t.csv", trace(days=3))
+    status, out, err = _cli([str(path), "--evaluate", "--loop", "closed", "--every", "1h", "--output",
+                             "json"], capsys)
+    assert (status, err) == (0, "")
+    document = json.loads(out)
+    assert document["loop"] == "closed"
+    assert [r["name"] for r in document["recommenders"]] == list(BUILTIN_RECOMMENDERS)
+    for rec in document["recommenders"]:
+        assert {"memory_held_gib_h", "memory_overruns", "memory_runs", "memory_run_day_share",
+                "changes_per_day", "cpu_overruns", "legacy"} <= set(rec["overall"])
+        assert {"memory_slack", "oom_proxies_per_day"} <= set(rec["overall"]["legacy"])
+        for container in rec["containers"]:
+            applied = container["applied"]
+            assert applied
+            assert [p["time"] for p in applied] == sorted(p["time"] for p in applied)
+            assert all(set(p) == {"time", "memory", "cpu"} for p in applied)
+            assert container["changes"] == len(applied) - 1
+            assert {"memory_overruns", "memory_runs", "memory_held_gib_h", "legacy"} <= set(container)
+    default = document["recommenders"][0]
+    assert default["overall"]["memory_held_ratio_to_default"] == 1.0
+    # `steady` holds 1 GiB and 0.5 core throughout: one application, never changed, never overrun.
+    [steady] = [c for c in default["containers"] if c["key"] == "steady"]
+    assert len(steady["applied"]) == 1
+    assert steady["memory_overruns"] == 0
+    assert steady["applied"][0]["time"] == T0 + 3600
+    assert steady["applied"][0]["memory"] > GIB
 
 
 def test_json_and_table_outputs() -> None:
@@ -88,10 +146,16 @@ def test_json_and_table_outputs() -> None:
     assert document["intervalSeconds"] == 3600.0
     assert [r["name"] for r in document["recommenders"]] == ["default", "cost-aware"]
     overall = document["recommenders"][0]["overall"]
-    assert set(overall) >= {"memory_slack", "oom_proxies_per_day", "throttle_proxies_per_day", "updates",
-                            "mean_time_to_first_s", "cpu_slack", "days", "keys"}
+    assert set(overall) >= {"memory_held_gib_h", "memory_applied_slack", "memory_overruns_per_day",
+                            "memory_runs_per_day", "memory_run_day_share", "changes_per_day",
+                            "cpu_overruns_per_day", "mean_time_to_first_s", "days", "keys", "legacy"}
+    # The measures against the latest target stay, labelled legacy.
+    assert set(overall["legacy"]) == {"memory_slack", "oom_proxies_per_day", "throttle_proxies_per_day",
+                                      "updates", "cpu_slack", "memory_mean_slack", "cpu_mean_slack",
+                                      "oom_day_share", "throttle_day_share"}
     table = render_table(result)
-    assert table.splitlines()[1].split()[:3] == ["RECOMMENDER", "KEY-DAYS", "MEMORY"]
+    assert table.splitlines()[1].split()[:4] == ["RECOMMENDER", "KEY-DAYS", "MEM", "HELD"]
+    assert "legacy (scored against the latest target" in table
     assert re.search(r"^cost-aware\s+steady\s+\d", table, re.MULTILINE)
 
 
@@ -139,6 +203,9 @@ def test_evaluate_through_the_cli(tmp_path: Path, capsys: pytest.CaptureFixture[
      "--recommender: unknown recommender 'nope' (built-in: default, cost-aware, moving-window)"),
     (["t.csv", "--output=html"], "--output html needs --evaluate"),
     (["t.csv", "--closed-loop"], "--closed-loop needs --evaluate"),
+    (["t.csv", "--loop=closed"], "--loop needs --evaluate"),
+    (["t.csv", "--evaluate", "--loop=open", "--closed-loop"], "--loop open contradicts --closed-loop"),
+    (["t.csv", "--evaluate", "--loop=half"], "--loop"),
     (["t.csv", "--evaluate", "--at=5"], "--at does not apply to --evaluate"),
 ])
 def test_usage_errors_name_the_flag(argv: list[str], message: str) -> None:
@@ -151,6 +218,8 @@ def test_settings_carry_the_new_flags() -> None:
                                            "--recommender=default"], {})
     assert (settings.evaluate, settings.closed_loop, settings.output, settings.algorithm) == (
         True, True, "html", "default")
+    assert commands.parse_replay_args(["t.csv", "--evaluate", "--loop=closed"], {}).closed_loop
+    assert not commands.parse_replay_args(["t.csv", "--evaluate", "--loop=open"], {}).closed_loop
 
 
 def test_html_is_self_contained() -> None:
@@ -158,6 +227,8 @@ def test_html_is_self_contained() -> None:
     assert "<script" not in page
     assert re.findall(r"https?://[^\"' ]+", page) == ["http://www.w3.org/2000/svg"] * page.count("<svg")
     assert page.count("<svg") == 1 + 2 * 2  # trade-off, and memory and CPU per key
+    assert 'id="legacy"' in page
+    assert 'data-label="default applied"' in page
 
 
 def _chromium() -> str | None:

@@ -13,7 +13,7 @@ GIB = 2**30
 
 def test_nothing_is_scored_before_the_first_recommendation() -> None:
     scorer = Scorer()
-    assert scorer.observe("a", T0, 5.0, 10 * GIB) is False
+    assert scorer.observe("a", T0, 5.0, 10 * GIB).above_target is False
     [score] = scorer.scores()
     assert (score.days, score.oom_proxies, score.time_to_first_s, score.memory_slack) == (0, 0, None, None)
 
@@ -26,7 +26,7 @@ def test_nothing_is_scored_before_the_first_recommendation() -> None:
 def test_memory_slack_and_oom_proxy(usage: int, slack: float, mean_slack: float, oom: bool) -> None:
     scorer = Scorer()
     scorer.recommend("a", T0, (1000, GIB), (500, GIB // 2), (2000, 2 * GIB))
-    assert scorer.observe("a", T0 + 60, None, usage) is oom
+    assert scorer.observe("a", T0 + 60, None, usage).above_target is oom
     [score] = scorer.scores()
     assert score.memory_slack == pytest.approx(slack)
     assert score.memory_mean_slack == pytest.approx(mean_slack)
@@ -109,3 +109,91 @@ def test_time_to_first_recommendation() -> None:
     scorer.recommend("a", T0 + 3600, (100, GIB), (None, None), (None, None))
     assert scorer.scores()[0].time_to_first_s == 3600
     assert scorer.summary().mean_time_to_first_s == 3600
+
+
+# --- what is applied ------------------------------------------------------------------------------------
+
+STEP = 300.0
+
+
+def _applied_run(usages: list[int], request: int = 1000) -> Scorer:
+    """One key, `request` bytes applied at T0 (CPU 1 core), then one memory sample every 5 minutes."""
+    scorer = Scorer()
+    scorer.recommend("a", T0, (1000, request), (None, None), (None, None))
+    scorer.apply("a", T0, 1000, request)
+    for index, usage in enumerate(usages):
+        scorer.observe("a", T0 + (index + 1) * STEP, None, usage)
+    return scorer
+
+
+def test_one_overrun_run_of_three_samples_is_one_run_and_three_samples() -> None:
+    scorer = _applied_run([500, 1500, 1600, 1700, 800])
+    [score] = scorer.scores()
+    assert (score.memory_overruns, score.memory_runs, score.memory_run_days) == (3, 1, 1)
+    summary = scorer.summary()
+    assert (summary.memory_overruns, summary.memory_runs, summary.memory_run_day_share) == (3, 1, 1.0)
+
+
+@pytest.mark.parametrize(("usages", "samples", "runs"), [
+    ([500, 900, 1000], 0, 0),                  # at the limit is not over it
+    ([1001], 1, 1),
+    ([1500, 500, 1500, 500, 1500], 3, 3),      # three separate runs
+    ([1500, 1500, 500, 1500, 1500, 1500], 5, 2),
+])
+def test_overrun_samples_and_runs(usages: list[int], samples: int, runs: int) -> None:
+    [score] = _applied_run(usages).scores()
+    assert (score.memory_overruns, score.memory_runs) == (samples, runs)
+
+
+def test_memory_held_and_clipped_slack_follow_the_applied_request() -> None:
+    scorer = _applied_run([250, 2000])  # slack 0.75, then 0 (over the limit, clipped)
+    scorer.apply("a", T0 + 2 * STEP + 1, 1000, 4000)  # a change, counted on its day
+    scorer.observe("a", T0 + 3 * STEP, None, 1000)  # slack 0.75 under 4000
+    [score] = scorer.scores()
+    # The first sample comes STEP after the first application, with no earlier sample: it holds nothing.
+    held = (1000 * STEP + 4000 * STEP) / 2**30 / 3600
+    assert score.memory_held_gib_h == pytest.approx(held)
+    assert score.memory_applied_slack == pytest.approx((0.75 + 0 + 0.75) / 3)
+    assert score.changes == 1
+    assert [memory for _, memory, _ in score.applied] == [1000, 4000]
+    assert scorer.summary().changes_per_day == pytest.approx(1.0)
+
+
+def test_a_gap_in_the_trace_holds_at_most_an_hour() -> None:
+    scorer = Scorer()
+    scorer.observe("a", T0 - STEP, None, 100)  # before the first recommendation: not scored
+    scorer.recommend("a", T0, (1000, 1000), (None, None), (None, None))
+    scorer.apply("a", T0, 1000, 1000)
+    scorer.observe("a", T0 + 5 * 3600, None, 100)  # five hours later
+    [score] = scorer.scores()
+    assert score.memory_held_gib_h == pytest.approx(1000 / 2**30)
+
+
+def test_an_overrun_under_a_new_applied_value_is_a_new_run() -> None:
+    scorer = _applied_run([1500, 1500])
+    scorer.apply("a", T0 + 2 * STEP + 1, 1000, 1200)
+    scorer.observe("a", T0 + 3 * STEP, None, 1500)
+    [score] = scorer.scores()
+    assert (score.memory_overruns, score.memory_runs, score.changes) == (3, 2, 1)
+
+
+def test_cpu_above_the_applied_request_is_a_throttling_proxy() -> None:
+    scorer = Scorer()
+    scorer.recommend("a", T0, (500, GIB), (None, None), (None, None))
+    scorer.apply("a", T0, 500, GIB)
+    for index, cores in enumerate([0.25, 0.6, 0.7, 0.1, 0.9]):
+        scorer.observe("a", T0 + (index + 1) * STEP, cores, None)
+    [score] = scorer.scores()
+    assert (score.cpu_overruns, score.cpu_runs, score.cpu_run_days) == (3, 2, 1)
+    assert score.cpu_applied_slack == pytest.approx((0.5 + 0 + 0 + 0.8 + 0) / 5)
+    assert score.cpu_held_core_h == pytest.approx(0.5 * 4 * STEP / 3600)
+
+
+def test_overrun_days_are_counted_per_key_day() -> None:
+    scorer = _applied_run([1500])
+    scorer.observe("a", T0 + DAY_S + 10, None, 500)
+    scorer.observe("a", T0 + 2 * DAY_S + 10, None, 1500)
+    summary = scorer.summary()
+    assert (summary.days, summary.memory_runs) == (3, 2)
+    assert summary.memory_run_day_share == pytest.approx(2 / 3)
+    assert summary.memory_runs_per_day == pytest.approx(2 / 3)
