@@ -28,15 +28,17 @@ import math
 import random
 import time
 from pathlib import Path
+from typing import Final
 
 from benchmarks.replay_bitbrains import DEFAULT_TRACE, load
 from vpa.logic.recommender.cost_aware import BUILTIN_RECOMMENDERS
 from vpa.logic.recommender.estimation import PercentilePodRecommender, PodRecommender, per_pod_minimum
 from vpa.logic.recommender.moving_window import MovingWindowConfig, MovingWindowPodRecommender
 from vpa.logic.recommender.recommending import RecommenderConfig
-from vpa.replay.evaluating import Evaluation, evaluate, evaluate_one, render_html
+from vpa.model.vpa import OOM_AVERSE_RECOMMENDER_NAME
+from vpa.replay.evaluating import Evaluation, RecommenderEvaluation, evaluate, evaluate_one, render_html
 from vpa.replay.replaying import Trace
-from vpa.replay.scoring import DAY_S, p95
+from vpa.replay.scoring import DAY_S, KeyScore, p95
 
 _GIB = 2**30
 STEP_S = 300
@@ -184,17 +186,138 @@ def sweep(trace: Trace, config: RecommenderConfig, every: float) -> None:
               f"{s.throttle_proxies_per_day:>9.3f}{s.updates:>9}", flush=True)
 
 
+def select_keys(trace: Trace, keep: set[str]) -> Trace:
+    """The rows of the keys in `keep`, in the same order."""
+    rows = [i for i, key in enumerate(trace.containers) if key in keep]
+    return Trace([trace.timestamps[i] for i in rows], [trace.containers[i] for i in rows],
+                 [trace.cpu_cores[i] for i in rows], [trace.memory_bytes[i] for i in rows],
+                 [trace.oom[i] for i in rows])
+
+
+def index_split(trace: Trace) -> tuple[set[str], set[str]]:
+    """(tuning, held out): the VMs at even and at odd positions in the trace's VM order (by id). The
+    parameters of `oom-averse` were chosen on the first part only."""
+    vms = sorted(set(trace.containers), key=lambda key: int(key[2:]))
+    return set(vms[0::2]), set(vms[1::2])
+
+
+def applied_numbers(keys: list[KeyScore]) -> dict[str, float]:
+    """The issue-44 measures over `keys` (a part of the VMs), from the per-key scores."""
+    days = sum(k.days for k in keys) or 1
+    return {"held": sum(k.memory_held_gib_h for k in keys), "overruns": sum(k.memory_overruns for k in keys),
+            "runs": sum(k.memory_runs for k in keys), "run_days": sum(k.memory_run_days for k in keys) / days,
+            "changes": sum(k.changes for k in keys) / days, "days": days}
+
+
+ISSUE_44: Final = (
+    # (measure, open-loop bound, closed-loop bound) as a ratio to default's
+    ("held", 1.0, 1.0), ("overruns", 0.5, 0.6), ("runs", 0.8, 0.9), ("run_days", 1.2, 1.2),
+)
+
+
+def check_issue_44(base: dict[str, float], other: dict[str, float], closed: bool) -> list[str]:
+    """Issue 44's targets for a recommender against `default` (both scored on what is applied)."""
+    misses = []
+    for measure, open_bound, closed_bound in ISSUE_44:
+        bound = closed_bound if closed else open_bound
+        ratio = other[measure] / base[measure] if base[measure] else math.inf
+        if ratio > bound:
+            misses.append(f"{measure} {ratio:.3f}× default's (at most {bound}×)")
+    if other["changes"] > 1.0:
+        misses.append(f"{other['changes']:.3f} applied changes per VM-day (at most 1)")
+    return misses
+
+
+def _applied_row(label: str, name: str, numbers: dict[str, float], base: dict[str, float]) -> str:
+    def ratio(measure: str) -> str:
+        return f"{numbers[measure] / base[measure]:.3f}" if base[measure] else "-"
+
+    return (f"  {label:<16}{name:<14}{numbers['days']:>8.0f}{numbers['held']:>12.0f}{ratio('held'):>7}"
+            f"{numbers['overruns']:>9.0f}{ratio('overruns'):>7}{numbers['runs']:>8.0f}{ratio('runs'):>7}"
+            f"{numbers['run_days']:>9.3f}{ratio('run_days'):>7}{numbers['changes']:>9.3f}")
+
+
+APPLIED_HEADER: Final = (f"  {'part':<16}{'recommender':<14}{'VM-days':>8}{'held GiB·h':>12}{'×def':>7}"
+                         f"{'overruns':>9}{'×def':>7}{'runs':>8}{'×def':>7}{'run days':>9}{'×def':>7}"
+                         f"{'chg/day':>9}")
+
+
+def applied_report(trace: Trace, names: tuple[str, ...], config: RecommenderConfig, every: float,
+                   closed: bool, html: Path | None) -> int:
+    """Issue 44's numbers: every recommender on what the updater applies, overall and per part of the
+    VMs, the wall time of each, and the targets checked for `oom-averse`. 1 when a target is missed."""
+    loop = "closed" if closed else "open"
+    results: list[RecommenderEvaluation] = []
+    for name in names:
+        started = time.perf_counter()
+        results.append(evaluate_one(trace, name, config, every, closed))
+        print(f"  {loop} loop: {name}: {time.perf_counter() - started:.0f} s wall", flush=True)
+    evaluation = Evaluation(every, closed, results)
+    tune, held_out = index_split(trace)
+    print(f"  {loop} loop, recomputed every {every:g} s, scored on what the updater applies:")
+    print(APPLIED_HEADER)
+    status = 0
+    for label, part in (("all", None), ("tuning (even)", tune), ("held out (odd)", held_out)):
+        numbers = {rec.name: applied_numbers([k for k in rec.keys if part is None or k.key in part])
+                   for rec in results}
+        base = numbers["default"]
+        for name in names:
+            print(_applied_row(label, name, numbers[name], base))
+        for name in names[1:]:
+            misses = check_issue_44(base, numbers[name], closed)
+            if name == OOM_AVERSE_RECOMMENDER_NAME and label == "all":
+                status |= bool(misses)
+            print(f"  {label}: issue 44 targets for {name} ({loop} loop): "
+                  + ("met" if not misses else "missed: " + "; ".join(misses)))
+    for rec in results:
+        s = rec.summary
+        print(f"  {loop} {rec.name}: memory slack {s.memory_applied_slack or 0:.3f}, overruns/VM-day "
+              f"{s.memory_overruns_per_day:.3f}, runs/VM-day {s.memory_runs_per_day:.3f}, "
+              f"CPU throttled/VM-day {s.cpu_overruns_per_day:.3f}, throttled runs/VM-day "
+              f"{s.cpu_runs_per_day:.3f}, CPU days {s.cpu_run_day_share:.3f}, CPU slack "
+              f"{s.cpu_applied_slack or 0:.3f}; legacy: Autopilot slack {s.memory_slack or 0:.3f}, "
+              f"above target/day {s.oom_proxies_per_day:.3f}")
+    if html is not None:
+        title = f"vpa recommendation quality: Bitbrains Rnd (dev), {loop} loop"
+        html.write_text(render_html(evaluation, title))
+    return status
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.recommender_quality")
     parser.add_argument("--trace", type=Path, default=DEFAULT_TRACE)
     parser.add_argument("--vms", type=int, default=None, help="only the first N VMs of the trace")
-    parser.add_argument("--every", type=float, default=300.0, help="recomputation interval, seconds")
+    parser.add_argument("--every", type=float, default=None, help="recomputation interval, seconds "
+                        "(default 300; 3600 with --loop)")
     parser.add_argument("--closed-loop", action="store_true")
     parser.add_argument("--html", type=Path, default=None, help="write the trace's HTML report here")
     parser.add_argument("--synthetic-only", action="store_true")
     parser.add_argument("--sweep", action="store_true",
                         help="only: moving-window parameter variants on the trace's tuning split")
+    parser.add_argument("--loop", choices=("open", "closed", "both"), default=None,
+                        help="only: issue 44's numbers on the trace (what the updater applies), hourly "
+                             "unless --every is given, in this loop or both; --html is written per loop")
     args = parser.parse_args(argv)
+    args.every_given = args.every is not None
+    if args.every is None:
+        args.every = 300.0
+    if args.loop is not None:
+        if not args.trace.is_file():
+            print(f"  bitbrains: trace not found at {args.trace}; skipped")
+            return 0
+        started = time.perf_counter()
+        trace, _ = load(args.trace, args.vms)
+        print(f"  bitbrains: {len(set(trace.containers))} VMs, {len(trace)} rows read and converted in "
+              f"{time.perf_counter() - started:.0f} s", flush=True)
+        every = args.every if args.every_given else 3600.0
+        status = 0
+        for closed in ((False, True) if args.loop == "both" else (args.loop == "closed",)):
+            html = None
+            if args.html is not None:
+                suffix = f"-{'closed' if closed else 'open'}{args.html.suffix}"
+                html = args.html.with_name(args.html.stem + suffix)
+            status |= applied_report(trace, BUILTIN_RECOMMENDERS, RecommenderConfig(), every, closed, html)
+        return status
     if args.sweep:
         if not args.trace.is_file():
             print(f"  bitbrains: trace not found at {args.trace}; skipped")

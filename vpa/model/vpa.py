@@ -25,9 +25,10 @@ VPA_API_VERSION: Final = "autoscaling.k8s.io/v1"
 DEFAULT_RECOMMENDER_NAME: Final = "default"
 COST_AWARE_RECOMMENDER_NAME: Final = "cost-aware"
 MOVING_WINDOW_RECOMMENDER_NAME: Final = "moving-window"
+OOM_AVERSE_RECOMMENDER_NAME: Final = "oom-averse"
 # The built-in recommender algorithms, `default` (upstream's) first; see `vpa.logic.recommender.cost_aware`.
 BUILTIN_RECOMMENDERS: Final[tuple[str, ...]] = (DEFAULT_RECOMMENDER_NAME, COST_AWARE_RECOMMENDER_NAME,
-                                                MOVING_WINDOW_RECOMMENDER_NAME)
+                                                MOVING_WINDOW_RECOMMENDER_NAME, OOM_AVERSE_RECOMMENDER_NAME)
 DEFAULT_CONTROLLED_RESOURCES: Final[tuple[str, ...]] = (CPU, MEMORY)
 NO_RESOURCES: Final = Resources()
 

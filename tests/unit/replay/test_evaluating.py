@@ -176,7 +176,7 @@ def _cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str,
 
 
 def test_list_recommenders_prints_one_name_per_line(capsys: pytest.CaptureFixture[str]) -> None:
-    assert _cli(["--list-recommenders"], capsys) == (0, "default\ncost-aware\nmoving-window\n", "")
+    assert _cli(["--list-recommenders"], capsys) == (0, "default\ncost-aware\nmoving-window\noom-averse\n", "")
 
 
 def test_replay_with_a_named_recommender(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -200,7 +200,7 @@ def test_evaluate_through_the_cli(tmp_path: Path, capsys: pytest.CaptureFixture[
 
 @pytest.mark.parametrize(("argv", "message"), [
     (["t.csv", "--recommender=nope"],
-     "--recommender: unknown recommender 'nope' (built-in: default, cost-aware, moving-window)"),
+     "--recommender: unknown recommender 'nope' (built-in: default, cost-aware, moving-window, oom-averse)"),
     (["t.csv", "--output=html"], "--output html needs --evaluate"),
     (["t.csv", "--closed-loop"], "--closed-loop needs --evaluate"),
     (["t.csv", "--loop=closed"], "--loop needs --evaluate"),
@@ -249,12 +249,12 @@ def test_html_report_renders_in_a_headless_browser(tmp_path: Path) -> None:
     dom = subprocess.run([*flags, "--dump-dom", page.as_uri()], capture_output=True, text=True,
                          timeout=120, check=True).stdout
     # The browser parsed the page into a DOM with the summary rows and the SVG plots drawn from points.
-    assert dom.count('class="summary"') == 3  # every built-in recommender
+    assert dom.count('class="summary"') == len(BUILTIN_RECOMMENDERS)
     assert len(re.findall(r"<svg[^>]*class=\"chart\"", dom)) == 5
     points = re.findall(r'<polyline[^>]*points="([^"]+)"', dom)
     assert points
     assert all(len(p.split()) >= 2 for p in points)
-    assert dom.count('class="point"') == 3
+    assert dom.count('class="point"') == len(BUILTIN_RECOMMENDERS)
     shot = tmp_path / "report.png"
     subprocess.run([*flags, f"--screenshot={shot}", "--window-size=900,1400", page.as_uri()],
                    capture_output=True, timeout=120, check=True)

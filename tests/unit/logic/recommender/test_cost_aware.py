@@ -11,6 +11,8 @@ from vpa.logic.recommender.cost_aware import (
     BUILTIN_RECOMMENDERS,
     CostAwareConfig,
     CostAwarePodRecommender,
+    OomAverseConfig,
+    OomAversePodRecommender,
     cost_optimal_limit,
     pod_recommender_for,
 )
@@ -108,11 +110,57 @@ def test_recommendation_survives_a_checkpoint_round_trip() -> None:
     ("default", PercentilePodRecommender),
     ("cost-aware", CostAwarePodRecommender),
     ("moving-window", MovingWindowPodRecommender),
+    ("oom-averse", OomAversePodRecommender),
     ("performance", PercentilePodRecommender),  # any other name runs upstream's algorithm, as upstream does
 ])
 def test_pod_recommender_for(name: str, kind: type) -> None:
-    assert isinstance(pod_recommender_for(name), kind)
+    assert type(pod_recommender_for(name)) is kind
 
 
 def test_builtin_names_start_with_default() -> None:
-    assert BUILTIN_RECOMMENDERS == ("default", "cost-aware", "moving-window")
+    assert BUILTIN_RECOMMENDERS == ("default", "cost-aware", "moving-window", "oom-averse")
+
+
+# --- oom-averse -----------------------------------------------------------------------------------------
+
+
+def test_size_exponent_zero_is_cost_awares_limit() -> None:
+    h = histogram((GIB, 19.0), (2 * GIB, 1.0), (1.3 * GIB, 3.0))
+    for cost in (1.0, 5.0, 10.0):
+        assert cost_optimal_limit(h, cost, 0.0, GIB) == cost_optimal_limit(h, cost)
+
+
+@pytest.mark.parametrize(("scale", "covered"), [
+    # The same shape of daily peaks (19 days at the level, one at twice it) at three sizes. At 1 GiB the
+    # price of an overrun is `overrun_cost` (5 here): 5% × 5 = 0.25 < ~0.45 slack, the outlier is not
+    # covered. At 64 MiB it is 5 × 4 = 20: covered. At 16 GiB it is 5 / 4: not covered.
+    (1 / 16, True),
+    (1.0, False),
+    (16.0, False),
+])
+def test_oom_averse_covers_outliers_in_small_containers(scale: float, covered: bool) -> None:
+    level, outlier = scale * GIB, 2 * scale * GIB
+    h = histogram((level, 19.0), (outlier, 1.0))
+    limit = cost_optimal_limit(h, 5.0, 0.5, GIB)
+    assert limit == (edge_above(outlier) if covered else edge_above(level))
+    assert cost_optimal_limit(h, 5.0) == edge_above(level)  # cost-aware, whatever the size
+
+
+def test_oom_averse_holds_less_than_cost_aware_in_a_large_container_and_more_in_a_small_one() -> None:
+    averse, cost_aware = OomAversePodRecommender(), CostAwarePodRecommender()
+    peaks = [1.0, 1.6, 1.0, 1.0, 1.3, 1.0, 1.0]  # daily peaks relative to the level, the newest last
+    for scale, larger in ((0.6, True), (8.0, False)):  # a level of 0.6 GiB and one of 8 GiB
+        state = _state([int(scale * p * GIB) for p in peaks])
+        mine = averse.recommend({"app": state})["app"]
+        theirs = cost_aware.recommend({"app": state})["app"]
+        assert mine.target.cpu_millicores == theirs.target.cpu_millicores  # upstream's CPU
+        assert ((mine.target.memory_bytes or 0) > (theirs.target.memory_bytes or 0)) is larger
+        assert (mine.lower_bound.memory_bytes or 0) <= (mine.target.memory_bytes or 0)
+        assert (mine.target.memory_bytes or 0) <= (mine.upper_bound.memory_bytes or 0)
+
+
+@pytest.mark.parametrize(("field", "value"), [("overrun_cost", 0.0), ("size_exponent", -1.0),
+                                              ("reference_bytes", 0.0)])
+def test_oom_averse_config_is_checked(field: str, value: float) -> None:
+    with pytest.raises(ValueError, match=field):
+        OomAverseConfig(**{field: value})
