@@ -7,9 +7,12 @@ considered container, `compute_priority`, `is_quick_oom` and `evaluate`, upstrea
 a request outside `[lowerBound, upperBound]` for either resource, a pod older than
 `--in-recommendation-bounds-eviction-lifetime-threshold` (12 h) whose resources would change by at least
 `--pod-update-threshold` (10%), or a container OOM-killed less than `--evict-after-oom-threshold` (10 min)
-after it started with any change (the fast path). An applied update sets both resources to the target and
-recreates the pod (its age starts again); the first recommendation is applied as admission would set it
-on a new pod. An OOM kill restarts the container with the applied values (the pod keeps its age).
+after it started, by a kill less than that old at the decision, with any change (the fast path). An
+applied update sets both resources to the target and recreates the pod (its age starts again); the first
+recommendation is applied as admission would set it on a new pod. An OOM kill restarts the container with
+the applied values (the pod keeps its age). The decisions come at recomputations only (the
+recommendation changes only then), so with hourly recomputation the fast path acts only on a kill in the
+10 minutes before one.
 
 Must not: score, replay, read files or the clock; the updater's rules are not restated here.
 """
@@ -77,7 +80,7 @@ class AppliedRequests:
         vpa = VpaView(namespace=REPLAY_NAMESPACE, name=key)
         targets = considered_containers(view, vpa, recommendations_by_name(Recommendation((item,))), None)
         priority = compute_priority(targets)
-        quick_oom = is_quick_oom(view, vpa, self.settings.evict_after_oom_threshold_s, None)
+        quick_oom = is_quick_oom(view, vpa, self.settings.evict_after_oom_threshold_s, None, now)
         if not evaluate(priority, quick_oom, view, now, self.settings).recreate.accepts:
             return None
         applied = Resources(target.cpu_millicores if target.cpu_millicores is not None

@@ -58,21 +58,25 @@ def test_an_applied_update_restarts_the_pod_age() -> None:
     assert applied.recommend("a", T0 + 26 * H, rec(1000, 1000 * MIB)) == Resources(1000, 1000 * MIB)
 
 
-@pytest.mark.parametrize(("oom_after_s", "expected"), [
-    (5 * 60.0, Resources(1000, 1020 * MIB)),  # OOM-killed 5 min after starting: the fast path, any change
-    (20 * 60.0, None),                         # 20 min after starting: a young pod, a 2% change, nothing
+@pytest.mark.parametrize(("oom_after_s", "decided_after_s", "expected"), [
+    # OOM-killed 5 min after starting, decided 5 min later: the fast path, any change
+    (5 * 60.0, 10 * 60.0, Resources(1000, 1020 * MIB)),
+    # the same kill, decided 55 min later: the kill is older than 10 min (upstream 1.8.1), nothing
+    (5 * 60.0, H, None),
+    # 20 min after starting: a young pod, a 2% change, nothing
+    (20 * 60.0, 25 * 60.0, None),
 ])
-def test_quick_oom_fast_path(oom_after_s: float, expected: Resources | None) -> None:
+def test_quick_oom_fast_path(oom_after_s: float, decided_after_s: float, expected: Resources | None) -> None:
     applied = started()
     applied.oom("a", T0 + oom_after_s)
-    assert applied.recommend("a", T0 + H, rec(1000, 1020 * MIB)) == expected
+    assert applied.recommend("a", T0 + decided_after_s, rec(1000, 1020 * MIB)) == expected
 
 
 def test_the_quick_oom_counts_from_the_container_restart() -> None:
     applied = started()
     applied.oom("a", T0 + 30 * 60)  # not quick: 30 min after the pod started
     applied.oom("a", T0 + 35 * 60)  # quick: 5 min after the restart the first kill caused
-    assert applied.recommend("a", T0 + H, rec(1000, 1020 * MIB)) == Resources(1000, 1020 * MIB)
+    assert applied.recommend("a", T0 + 40 * 60, rec(1000, 1020 * MIB)) == Resources(1000, 1020 * MIB)
 
 
 def test_no_target_applies_nothing() -> None:

@@ -176,7 +176,8 @@ def _cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str,
 
 
 def test_list_recommenders_prints_one_name_per_line(capsys: pytest.CaptureFixture[str]) -> None:
-    assert _cli(["--list-recommenders"], capsys) == (0, "default\ncost-aware\nmoving-window\noom-averse\n", "")
+    names = "default\ncost-aware\nmoving-window\noom-averse\n"
+    assert _cli(["--list-recommenders"], capsys) == (0, names, "")
 
 
 def test_replay_with_a_named_recommender(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
