@@ -644,8 +644,8 @@ def test_startup_boost_skips_containers_with_mode_off() -> None:
 
 
 def test_startup_boost_past_a_limitrange_cap_leaves_the_recommendation() -> None:
-    # The LimitRange caps the limit at 250m, so 250m × 2 cannot be requested: no boost, but the container still
-    # gets its recommendation (the differential suite's `lr/boost/bare`, where upstream boosts past the limit).
+    # The LimitRange caps the limit at 250m, so 250m × 2 cannot be requested: no boost, but the container
+    # still gets its recommendation (the differential suite's `lr/boost/bare`; upstream boosts past it).
     raw_pod = admission_pod(container())
     lr = limit_ranges({"type": "Container", "max": {"cpu": "250m"}, "default": {"cpu": "250m"},
                        "defaultRequest": {"cpu": "100m"}})
