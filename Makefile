@@ -4,6 +4,10 @@ VENV    := .venv
 PYTEST_ARGS ?=
 HELM    := .tools/helm/helm
 KUBE_VERSION := 1.35.0
+# The release `make control-plane` and `make e2e-cluster` build and run (hack/cluster/v1.<minor>/ each).
+KUBERNETES_VERSION ?= v1.37.2
+# The nodes of `make e2e-cluster`: sim (the simulator's kubelet stand-in) or hollow (the release's kubelet).
+E2E_KUBELET ?= sim
 
 .PHONY: setup demo run lint typecheck imports test check e2e e2e-kind e2e-cluster control-plane upstream differential sim-protobuf bench tools tools-optional chart chart-docs flags-doc clean
 
@@ -46,18 +50,21 @@ check: tools-optional lint typecheck imports test
 e2e: setup
 	$(PY) -m pytest e2e $(PYTEST_ARGS)
 
-# The same scenarios against a real control plane (built from the Go modules, cached in .tools/cluster/bin)
-# with the simulator's kubelets; skips with one line without Go.
+# The same scenarios against a real control plane of $(KUBERNETES_VERSION) (built from the Go modules, cached
+# in .tools/cluster/<release>/bin), with the simulator's kubelets or, E2E_KUBELET=hollow, the release's own
+# kubelet code on hollow nodes; skips with one line without Go.
 e2e-cluster: setup
-	@PY=$(PY) PYTEST_ARGS="$(PYTEST_ARGS)" bash hack/e2e-cluster.sh
+	@PY=$(PY) PYTEST_ARGS="$(PYTEST_ARGS)" KUBERNETES_VERSION=$(KUBERNETES_VERSION) E2E_KUBELET=$(E2E_KUBELET) \
+		bash hack/e2e-cluster.sh
 
 e2e-kind:
 	@PY=$(PY) PYTEST_ARGS="$(PYTEST_ARGS)" bash hack/e2e-kind.sh
 
-# The real control plane (kube-apiserver, kube-controller-manager, kube-scheduler of the release pinned in
-# hack/cluster/go.mod, and etcd), built from the published Go modules into .tools/cluster/bin; cached.
+# One release's control plane (kube-apiserver, kube-controller-manager, kube-scheduler, etcd) and its hollow
+# kubelet, built from the published Go modules of hack/cluster/v1.<minor>/ into .tools/cluster/<release>/bin;
+# cached per binary. make control-plane KUBERNETES_VERSION=v1.36.3 (releases: hack/cluster/build.sh).
 control-plane:
-	bash hack/cluster/build.sh
+	bash hack/cluster/build.sh $(KUBERNETES_VERSION)
 
 # Upstream VPA's own recommender, updater and admission-controller (the release hack/upstream/go.mod pins),
 # built from the published Go module into .tools/upstream/<version>/bin; cached. The differential suite's oracle.

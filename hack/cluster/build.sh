@@ -1,49 +1,106 @@
 #!/usr/bin/env bash
-# Builds the real control plane the e2e suite is judged by: kube-apiserver, kube-controller-manager and
-# kube-scheduler of the release pinned in go.mod, and etcd, from the published Go modules, into
-# .tools/cluster/bin/. Idempotent: a stamp of go.mod, go.sum and this script skips a build already done.
-# Nothing of Kubernetes is kept in the repository but go.mod and go.sum.
+# Builds one Kubernetes release for `vpa sim --control-plane=kubernetes`: kube-apiserver,
+# kube-controller-manager, kube-scheduler and etcd (the control plane the e2e suite is judged by) and
+# hollow-node (this repository's hollow kubelet, hack/cluster/hollow-node, on the release's kubelet code),
+# from the published Go modules of the release's folder hack/cluster/v1.<minor>/, into
+# .tools/cluster/<version>/bin/. Nothing of Kubernetes is kept in the repository but go.mod and go.sum.
+#
+# Usage: hack/cluster/build.sh [--optional] [VERSION...]   (default: $KUBERNETES_VERSION, else the newest
+# stable release below). Each binary has its own stamp (go.mod, go.sum, this script, its sources, the Go
+# version), so a second run only checks stamps, and a changed hollow node relinks only itself. Progress is
+# printed per binary, with a line a minute while one compiles. All releases share the one Go build cache.
+# $VPA_CLUSTER_DIR moves the cache folder (default .tools/cluster of this checkout).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-out="${VPA_CONTROL_PLANE_BIN:-$root/.tools/cluster/bin}"  # where vpa sim --control-plane=kubernetes looks
-stamp="$out/.stamp"
+# The releases with a module folder here; the first is the default (newest stable). Kept in step with
+# vpa/sim/kubernetes/releases.py.
+releases=(v1.37.2 v1.36.3)
+
+optional=0
+versions=()
+for arg in "$@"; do
+  case "$arg" in
+    --optional) optional=1 ;;
+    v*) versions+=("$arg") ;;
+    *) echo "hack/cluster/build.sh: unknown argument $arg (want --optional or a release such as ${releases[0]})" >&2; exit 2 ;;
+  esac
+done
+[[ ${#versions[@]} -gt 0 ]] || versions=("${KUBERNETES_VERSION:-${releases[0]}}")
 
 # --optional: without Go, say so in one line and succeed (the tests that need the binaries then skip).
 if ! command -v go >/dev/null 2>&1; then
-  if [[ "${1:-}" == "--optional" ]]; then
-    echo "control plane: not built: go not found (Go 1.25 or newer builds it; its tests skip)"
+  if [[ $optional == 1 ]]; then
+    echo "control plane: not built: go not found (Go 1.26 or newer builds it; its tests skip)"
     exit 0
   fi
-  echo "hack/cluster/build.sh: go not found on PATH (Go 1.25 or newer builds the control plane)" >&2
+  echo "hack/cluster/build.sh: go not found on PATH (Go 1.26 or newer builds the control plane)" >&2
   exit 3
 fi
 
-version="$(awk '$1 == "k8s.io/kubernetes" {print $2; exit}' "$here/go.mod")"
-want="$(cat "$here/go.mod" "$here/go.sum" "$0" | sha256sum | cut -d' ' -f1) $(go env GOVERSION)"
-bins=(kube-apiserver kube-controller-manager kube-scheduler etcd)
-if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
-  ok=1
-  for b in "${bins[@]}"; do [[ -x "$out/$b" ]] || ok=0; done
-  if [[ $ok == 1 ]]; then
-    echo "control plane $version already built in $out"
-    exit 0
-  fi
-fi
+gover="$(go env GOVERSION)"
+hash_of() { cat "$@" | sha256sum | cut -d' ' -f1; }
 
-mkdir -p "$out"
-minor="${version#v1.}"; minor="${minor%%.*}"
-vpkg=k8s.io/component-base/version
-ldflags="-s -w -X $vpkg.gitVersion=$version -X $vpkg.gitMajor=1 -X $vpkg.gitMinor=$minor"
-ldflags+=" -X $vpkg.gitTreeState=clean -X $vpkg.buildDate=1970-01-01T00:00:00Z"
-cd "$here"
-start=$(date +%s)
-echo "building kube-apiserver, kube-controller-manager, kube-scheduler $version and etcd (a cold build takes a while)"
-# One build for the three Kubernetes commands shares the compiled packages between them.
-CGO_ENABLED=0 go build -mod=readonly -trimpath -ldflags "$ldflags" -o "$out/" \
-  k8s.io/kubernetes/cmd/kube-apiserver \
-  k8s.io/kubernetes/cmd/kube-controller-manager \
-  k8s.io/kubernetes/cmd/kube-scheduler
-CGO_ENABLED=0 go build -mod=readonly -trimpath -ldflags "-s -w" -o "$out/etcd" go.etcd.io/etcd/server/v3
-echo "$want" > "$stamp"
-echo "built in $(( $(date +%s) - start )) s into $out"
+build_release() {
+  local version="$1" minor dir out
+  minor="${version#v1.}"; minor="${minor%%.*}"
+  dir="$here/v1.$minor"
+  if [[ ! -f "$dir/go.mod" ]] || [[ "$(awk '$1 == "k8s.io/kubernetes" {print $2; exit}' "$dir/go.mod")" != "$version" ]]; then
+    echo "hack/cluster/build.sh: $version has no module folder (built here: ${releases[*]}; add one with hack/cluster/new-release.sh $version)" >&2
+    return 2
+  fi
+  out="${VPA_CLUSTER_DIR:-$root/.tools/cluster}/$version/bin"
+  mkdir -p "$out"
+  local vpkg=k8s.io/component-base/version
+  local kflags="-s -w -X $vpkg.gitVersion=$version -X $vpkg.gitMajor=1 -X $vpkg.gitMinor=$minor"
+  kflags+=" -X $vpkg.gitTreeState=clean -X $vpkg.buildDate=1970-01-01T00:00:00Z"
+  local tags=""
+  [[ $minor -le 36 ]] && tags="kube136"  # the cadvisor fake's MachineInfo took no logger before 1.37
+  local base; base="$(hash_of "$dir/go.mod" "$dir/go.sum" "$0")"
+  local hollow; hollow="$(hash_of "$here"/hollow-node/*.go "$here/hollow-node/go.mod")"
+  # name, package, ldflags, extra stamp input
+  local -a plan=(
+    "kube-apiserver|k8s.io/kubernetes/cmd/kube-apiserver|$kflags|"
+    "kube-controller-manager|k8s.io/kubernetes/cmd/kube-controller-manager|$kflags|"
+    "kube-scheduler|k8s.io/kubernetes/cmd/kube-scheduler|$kflags|"
+    "hollow-node|vpa.local/hack/cluster/hollow-node|$kflags|$hollow"
+    "etcd|go.etcd.io/etcd/server/v3|-s -w|"
+  )
+  local todo=() entry name pkg flags extra want
+  for entry in "${plan[@]}"; do
+    IFS='|' read -r name pkg flags extra <<<"$entry"
+    want="$base $extra $gover $tags"
+    if [[ -x "$out/$name" && -f "$out/.stamp-$name" && "$(cat "$out/.stamp-$name")" == "$want" ]]; then
+      continue
+    fi
+    todo+=("$entry")
+  done
+  if [[ ${#todo[@]} == 0 ]]; then
+    echo "Kubernetes $version already built in $out"
+    return 0
+  fi
+  echo "Kubernetes $version: building ${#todo[@]} binaries into $out (cold: 10-20 minutes on 2 cores; warm: seconds)"
+  local start=$SECONDS i=0 t ticker
+  for entry in "${todo[@]}"; do
+    IFS='|' read -r name pkg flags extra <<<"$entry"
+    i=$((i + 1))
+    t=$SECONDS
+    echo "  [$i/${#todo[@]}] $name ..."
+    ( while sleep 60; do echo "      still compiling $name ($((SECONDS - t)) s)"; done ) &
+    ticker=$!
+    if ! (cd "$dir" && CGO_ENABLED=0 go build -mod=readonly -trimpath -tags "$tags" -ldflags "$flags" -o "$out/$name.new" "$pkg"); then
+      kill "$ticker" 2>/dev/null; wait "$ticker" 2>/dev/null || true
+      echo "hack/cluster/build.sh: building $name of $version failed (see above)" >&2
+      return 1
+    fi
+    kill "$ticker" 2>/dev/null; wait "$ticker" 2>/dev/null || true
+    mv -f "$out/$name.new" "$out/$name"
+    echo "$base $extra $gover $tags" > "$out/.stamp-$name"
+    echo "  [$i/${#todo[@]}] $name done in $((SECONDS - t)) s"
+  done
+  echo "Kubernetes $version built in $((SECONDS - start)) s into $out"
+}
+
+for v in "${versions[@]}"; do
+  build_release "$v"
+done

@@ -1,0 +1,3 @@
+module vpa.local/hack/cluster/hollow-node/machine
+
+go 1.26.0
