@@ -135,9 +135,12 @@ def build_times(cold: bool) -> list[tuple[str, str]]:
     tmp: str | None = None
     if cold:
         tmp = tempfile.mkdtemp(prefix="vpa-cold-build-")
-        env.update(GOMODCACHE=f"{tmp}/mod", GOCACHE=f"{tmp}/cache", VPA_CONTROL_PLANE_BIN=f"{tmp}/bin")
+        env.update(GOMODCACHE=f"{tmp}/mod", GOCACHE=f"{tmp}/cache", VPA_CLUSTER_DIR=f"{tmp}/cluster")
     else:
-        (REPO / ".tools" / "cluster" / "bin" / ".stamp").unlink(missing_ok=True)
+        from vpa.sim.kubernetes.releases import DEFAULT_RELEASE, cache_dir
+
+        for stamp in (cache_dir() / DEFAULT_RELEASE / "bin").glob(".stamp-*"):
+            stamp.unlink()
     start = time.monotonic()
     subprocess.run(["bash", str(BUILD)], check=True, env=env, capture_output=True)
     rows.append(("build, " + ("cold caches (downloads included)" if cold else "warm Go cache"),

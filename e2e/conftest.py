@@ -47,6 +47,10 @@ KUBECTL = Path(sys.executable).parent / "kubectl"
 TIME_SCALE = 600  # ten virtual minutes per real second
 EXTERNAL_SLOWDOWN = 15.0  # real clusters run in real time: waits are this much longer there
 CONTROL_PLANE = os.environ.get("E2E_CONTROL_PLANE", "sim")  # sim | kubernetes
+# With E2E_CONTROL_PLANE=kubernetes: the release to run (default: the newest built) and the nodes' kubelet,
+# sim (the simulator's stand-in) or hollow (the release's own kubelet code, one process per node).
+KUBERNETES_VERSION = os.environ.get("E2E_KUBERNETES_VERSION", "")
+KUBELET = os.environ.get("E2E_KUBELET", "sim")
 REAL_LOOP_S = 2  # on the real control plane vpa run loops every 2 s; a scenario "minute" is one loop
 REAL_MAX_LOOPS = 40  # and a long wait there is at most this many loops
 REAL_SLOWDOWN = 3.0  # waits on the real control plane (real time, real controllers) are this much longer
@@ -369,7 +373,9 @@ def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             "--webhook-service", f"{WEBHOOK_SERVICE}=127.0.0.1:{webhook_port}"]  # fmt: skip
     # Real time on the real control plane: metrics every second, so history builds within loops of seconds.
     if real:
-        args += ["--control-plane=kubernetes", "--metrics-resolution=1"]
+        args += ["--control-plane=kubernetes", "--metrics-resolution=1", f"--kubelet={KUBELET}"]
+        if KUBERNETES_VERSION:
+            args.append(f"--kubernetes-version={KUBERNETES_VERSION}")
     else:
         args += ["--time-scale", str(TIME_SCALE)]
     log = (workdir / "sim.log").open("wb")

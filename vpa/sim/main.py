@@ -29,8 +29,11 @@ from vpa.aio.heap import HeapKeeper
 from vpa.model.clock import VirtualClock
 from vpa.sim.apiserver.harness import SUPPORTED_VERSIONS, SimCluster
 from vpa.sim.contracts import ApiError
-from vpa.sim.kubernetes.cluster import RealCluster
-from vpa.sim.kubernetes.controlplane import ControlPlaneError, find_binaries
+from vpa.sim.kubernetes.cluster import KUBELETS, RealCluster
+from vpa.sim.kubernetes.controlplane import ControlPlaneError
+from vpa.sim.kubernetes.releases import RELEASES, ReleaseError, locate
+
+SIM_DEFAULT_VERSION = "1.35"
 
 
 def _webhook_service(text: str) -> tuple[tuple[str, str], tuple[str, int]]:
@@ -114,9 +117,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--kubernetes-version",
-        default="1.35",
-        choices=SUPPORTED_VERSIONS,
-        help="Kubernetes minor version to emulate",
+        default=None,
+        metavar="VERSION",
+        help=f"with --control-plane=sim: the minor version to emulate ({', '.join(SUPPORTED_VERSIONS)}; "
+        f"default {SIM_DEFAULT_VERSION}); with --control-plane=kubernetes: the release to run "
+        f"({', '.join(RELEASES)}; default: the newest one built)",
     )
     p.add_argument(
         "--crd",
@@ -160,8 +165,16 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         default=None,
         metavar="DIR",
-        help="folder holding etcd, kube-apiserver, kube-controller-manager and kube-scheduler "
-        "(default: $VPA_CONTROL_PLANE_BIN, else .tools/cluster/bin of this checkout)",
+        help="folder holding etcd, kube-apiserver, kube-controller-manager, kube-scheduler (and hollow-node) "
+        "(default: $VPA_CONTROL_PLANE_BIN, else .tools/cluster/<release>/bin of this checkout)",
+    )
+    p.add_argument(
+        "--kubelet",
+        choices=KUBELETS,
+        default="sim",
+        help="with --control-plane=kubernetes: sim: the simulator's kubelet stand-in (default); hollow: one "
+        "hollow kubelet process per node, Kubernetes' own kubelet code of the same release "
+        "(`make control-plane` builds it)",
     )
     p.add_argument(
         "--history-size",
@@ -190,9 +203,9 @@ async def _serve(args: argparse.Namespace) -> int:
             print(f"vpa sim: {problem}", file=sys.stderr)
             return 2
         try:
-            find_binaries(args.control_plane_bin)
-        except ControlPlaneError as err:
-            print(f"vpa sim: --control-plane=kubernetes: {err}", file=sys.stderr)
+            locate(args.kubernetes_version, args.control_plane_bin, hollow=args.kubelet == "hollow")
+        except ReleaseError as err:
+            print(f"vpa sim: {err}", file=sys.stderr)
             return 2
         cluster = RealCluster(
             nodes=args.nodes,
@@ -205,8 +218,14 @@ async def _serve(args: argparse.Namespace) -> int:
             crd_files=args.crd,
             bin_dir=args.control_plane_bin,
             metrics_resolution_s=args.metrics_resolution,
+            kubernetes_version=args.kubernetes_version,
+            kubelet=args.kubelet,
         )
         return await _run(cluster)
+    problem = _sim_only_conflicts(args)
+    if problem:
+        print(f"vpa sim: {problem}", file=sys.stderr)
+        return 2
     start = time.time() if args.start_time == "now" else args.start_time
     clock = VirtualClock(time_scale=args.time_scale)
     if start is not None:
@@ -216,7 +235,7 @@ async def _serve(args: argparse.Namespace) -> int:
         node_cpu=args.node_cpu,
         node_memory=args.node_memory,
         clock=clock,
-        kubernetes_version=args.kubernetes_version,
+        kubernetes_version=args.kubernetes_version or SIM_DEFAULT_VERSION,
         vpa_crds=not args.no_vpa_crds,
         behaviour=not args.no_behaviour,
         webhook_services=dict(args.webhook_service),
@@ -238,8 +257,20 @@ def _real_only_conflicts(args: argparse.Namespace) -> str:
         return "--time-scale: a real control plane runs on real time (1)"
     if args.start_time not in (None, "now"):
         return "--start-time: a real control plane runs on wall time (now)"
-    if args.kubernetes_version != "1.35":
-        return "--kubernetes-version: the real control plane is the release hack/cluster/go.mod pins (1.35)"
+    return ""
+
+
+def _sim_only_conflicts(args: argparse.Namespace) -> str:
+    """Options only a real control plane honours, and the versions the simulated API server emulates."""
+    if args.kubelet != "sim":
+        return (
+            f"--kubelet={args.kubelet}: needs --control-plane=kubernetes (hollow nodes run real kubelet code)"
+        )
+    if args.kubernetes_version is not None and args.kubernetes_version.lstrip("v") not in SUPPORTED_VERSIONS:
+        return (
+            f"--kubernetes-version={args.kubernetes_version}: the simulated API server emulates "
+            f"{', '.join(SUPPORTED_VERSIONS)} (releases run with --control-plane=kubernetes)"
+        )
     return ""
 
 

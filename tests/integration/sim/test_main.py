@@ -117,8 +117,11 @@ def test_flags_parse() -> None:
     assert args.webhook_service == [(("kube-system", "vpa-webhook"), ("127.0.0.1", 8000))]
     with pytest.raises(SystemExit):
         build_parser().parse_args(["--webhook-service", "nonsense"])
+    assert args.kubernetes_version == "1.36"
+    assert args.kubelet == "sim"
+    assert build_parser().parse_args([]).kubernetes_version is None  # each control plane has its default
     with pytest.raises(SystemExit):
-        build_parser().parse_args(["--kubernetes-version", "1.20"])
+        build_parser().parse_args(["--kubelet", "docker"])
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SUPPORTED_VERSIONS = ((1, 32), (1, 33), (1, 34), (1, 35), (1, 36))
+SUPPORTED_VERSIONS = ((1, 32), (1, 33), (1, 34), (1, 35), (1, 36), (1, 37))
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,10 @@
 """`RealCluster`: `vpa sim`'s nodes, kubelets and metrics on a real control plane, on real time.
 
-Owns: starting the control plane (`ControlPlane`), installing the project's VPA CRDs (and `--crd` files) and
-waiting until they are Established, then the same node agent `vpa sim` runs (`vpa.sim.cluster.nodeagent`,
-with scheduling left to kube-scheduler and a Lease heartbeat per node) driven through `RemoteStore`, the
+Owns: choosing the release's binaries (`vpa.sim.kubernetes.releases`), starting the control plane
+(`ControlPlane`), installing the project's VPA CRDs (and `--crd` files) and waiting until they are
+Established, then the nodes: either (`kubelet="sim"`, the default) the same node agent `vpa sim` runs
+(`vpa.sim.cluster.nodeagent`, with scheduling left to kube-scheduler and a Lease heartbeat per node) driven
+through `RemoteStore`, or (`kubelet="hollow"`) one hollow kubelet process per node (`HollowNodes`); the
 usage profiles (`sim.vpa.dev/usage` annotations), `metrics.k8s.io` served to the aggregation layer, and
 loopback forwarders for `--webhook-service`; writing the admin kubeconfig where asked; stopping it all.
 
@@ -29,13 +31,21 @@ from vpa.sim.cluster.nodeagent import NodeAgent
 from vpa.sim.cluster.options import SUPPORTED_VERSIONS, ClusterOptions
 from vpa.sim.cluster.runtime import Runtime
 from vpa.sim.cluster.usage import UsageRegistry
-from vpa.sim.contracts import ApiError, JsonObj
+from vpa.sim.contracts import AggregatedLister, ApiError, JsonObj
 from vpa.sim.kubernetes.controlplane import ControlPlane, ControlPlaneError
 from vpa.sim.kubernetes.forwarding import Forwarder, map_services
+from vpa.sim.kubernetes.hollow import HollowNodes
 from vpa.sim.kubernetes.metricsapi import GROUP, VERSION, MetricsApi
+from vpa.sim.kubernetes.releases import HOLLOW_NODE, ReleaseError, locate
 from vpa.sim.kubernetes.remotestore import RemoteStore
 
+KUBELETS = ("sim", "hollow")
+
 NODE_LEASE_RENEW_S = 20.0
+# On real time the stand-in keeps a kubelet's pace, as a hollow node's kubelet does: a resize is actuated a
+# moment after it is allocated, and a failed one retried at the next pod sync (kubemark's sync period).
+KUBELET_ACTUATION_S = 1.0
+KUBELET_SYNC_S = 10.0
 READY_TIMEOUT_S = 120.0
 
 
@@ -55,7 +65,11 @@ class RealCluster:
         workdir: Path | None = None,
         trace_dir: str | Path | None = None,
         metrics_resolution_s: float = 15.0,
+        kubernetes_version: str | None = None,
+        kubelet: str = "sim",
     ) -> None:
+        if kubelet not in KUBELETS:
+            raise ValueError(f"kubelet must be one of {KUBELETS}, not {kubelet!r}")
         self.nodes = nodes
         self.node_cpu_millicores = cpu_millicores(node_cpu)
         self.node_memory_bytes = memory_bytes(node_memory)
@@ -66,9 +80,19 @@ class RealCluster:
         self.crd_files = [Path(p) for p in crd_files or []]
         self.trace_dir = str(trace_dir) if trace_dir else None
         self.metrics_resolution_s = metrics_resolution_s
-        self.control_plane = ControlPlane(bin_dir=bin_dir, workdir=workdir)
+        self.kubelet = kubelet
+        self.requested_version = kubernetes_version
+        self.bin_dir = bin_dir
+        self.release = ""
+        node_names = tuple(f"{ClusterOptions.node_name_prefix}{i}" for i in range(1, nodes + 1))
+        self.control_plane = ControlPlane(
+            bin_dir=bin_dir, workdir=workdir, node_names=node_names if kubelet == "hollow" else ()
+        )
         self.store: RemoteStore | None = None
         self.stand_in: KubeletStandIn | None = None
+        self.hollow: HollowNodes | None = None
+        self.hollow_metrics: MetricsApi | None = None
+        self.nodes_ready_s = 0.0  # from the nodes' start to all of them Ready (hollow nodes)
         self.forwarders: list[Forwarder] = []
         self.url = ""
         self.version: tuple[int, int] = (0, 0)
@@ -90,6 +114,12 @@ class RealCluster:
 
     async def _start(self) -> None:
         cp = self.control_plane
+        try:
+            self.release, cp.bin_dir = locate(
+                self.requested_version, self.bin_dir, hollow=self.kubelet == "hollow"
+            )
+        except ReleaseError as err:
+            raise ControlPlaneError(str(err)) from None
         await cp.start()
         self.url = cp.url
         store = self.store = RemoteStore(cp.url, cp.ca_pem, cp.admin_token)
@@ -114,6 +144,9 @@ class RealCluster:
             self.kubeconfig_path = self.kubeconfig_out
 
     async def _start_behaviour(self, store: RemoteStore) -> None:
+        if self.kubelet == "hollow":
+            await self._start_hollow(store)
+            return
         options = stand_in_options(
             self.version,
             nodes=self.nodes,
@@ -124,6 +157,34 @@ class RealCluster:
         )
         self.stand_in = KubeletStandIn(store, options)
         await self.stand_in.start()
+
+    async def _start_hollow(self, store: RemoteStore) -> None:
+        cp = self.control_plane
+        assert cp.bin_dir is not None
+        assert cp.workdir is not None
+        defaults = ClusterOptions()
+        trace_dir = Path(self.trace_dir) if self.trace_dir else None
+        self.hollow = HollowNodes(
+            store=store,
+            binary=cp.bin_dir / HOLLOW_NODE,
+            kubeconfigs=dict(cp.node_kubeconfigs),
+            workdir=cp.workdir / "hollow",
+            cpu_millicores=self.node_cpu_millicores,
+            memory_bytes=self.node_memory_bytes,
+            usage=UsageRegistry(defaults.default_usage_fraction, trace_dir),
+            max_pods=defaults.max_pods_per_node,
+            metrics_resolution_s=self.metrics_resolution_s,
+            metrics_window_s=defaults.metrics_window_s,
+        )
+        started = time.monotonic()
+        await self.hollow.start()
+        self.nodes_ready_s = time.monotonic() - started
+        self.hollow_metrics = await serve_metrics(store, self.hollow.list_pods, self.hollow.list_nodes)
+
+    def failed_processes(self) -> list[str]:
+        """Names of processes of this cluster that have exited (none while healthy)."""
+        hollow = self.hollow.failed_processes() if self.hollow is not None else []
+        return [*self.control_plane.failed_processes(), *hollow]
 
     @staticmethod
     async def _install_crds(store: RemoteStore, docs: list[JsonObj]) -> None:
@@ -147,12 +208,32 @@ class RealCluster:
         if self.stand_in is not None:
             await self.stand_in.stop()
             self.stand_in = None
+        if self.hollow_metrics is not None:
+            await self.hollow_metrics.stop()
+            self.hollow_metrics = None
+        if self.hollow is not None:
+            await self.hollow.stop()
+            self.hollow = None
         if self.store is not None:
             await self.store.close()
             self.store = None
         await self.control_plane.stop()
         if self.kubeconfig_out is not None:
             self.kubeconfig_out.unlink(missing_ok=True)
+
+
+async def serve_metrics(
+    store: RemoteStore, list_pods: AggregatedLister, list_nodes: AggregatedLister
+) -> MetricsApi:
+    """`metrics.k8s.io` on loopback, registered with the aggregation layer and Available."""
+    api = MetricsApi(list_pods, list_nodes)
+    await api.start()
+    await api.register(store.call)
+    name = f"{VERSION}.{GROUP}"
+    await _wait_condition(
+        store, f"/apis/apiregistration.k8s.io/v1/apiservices/{name}", "Available", f"APIService {name}"
+    )
+    return api
 
 
 async def _wait_condition(store: RemoteStore, path: str, ctype: str, what: str) -> None:
@@ -175,7 +256,12 @@ def stand_in_options(version: tuple[int, int], **knobs: Any) -> ClusterOptions:
         supported = ", ".join(f"{a}.{b}" for a, b in SUPPORTED_VERSIONS)
         raise ControlPlaneError(f"kube-apiserver v{version[0]}.{version[1]} is not supported ({supported})")
     return ClusterOptions(
-        kubernetes_version=version, schedule=False, node_lease_renew_s=NODE_LEASE_RENEW_S, **knobs
+        kubernetes_version=version,
+        schedule=False,
+        node_lease_renew_s=NODE_LEASE_RENEW_S,
+        resize_actuation_s=KUBELET_ACTUATION_S,
+        kubelet_retry_s=KUBELET_SYNC_S,
+        **knobs,
     )
 
 
@@ -191,22 +277,15 @@ class KubeletStandIn:
         self.usage = UsageRegistry(options.default_usage_fraction, trace_dir)
         self.agent = NodeAgent(self.runtime, store, clock, options, self.usage)
         self.metrics = Metrics(self.agent, self.usage, clock, options)
-        self.metrics_api = MetricsApi(self.metrics.list_pods, self.metrics.list_nodes)
+        self.metrics_api: MetricsApi | None = None
 
     async def start(self) -> None:
         self.agent.register()
         await self.agent.create_nodes()
         await self.runtime.start()
-        await self.metrics_api.start()
-        await self.metrics_api.register(self.store.call)
-        name = f"{VERSION}.{GROUP}"
-        await _wait_condition(
-            self.store,
-            f"/apis/apiregistration.k8s.io/v1/apiservices/{name}",
-            "Available",
-            f"APIService {name}",
-        )
+        self.metrics_api = await serve_metrics(self.store, self.metrics.list_pods, self.metrics.list_nodes)
 
     async def stop(self) -> None:
         await self.runtime.stop()
-        await self.metrics_api.stop()
+        if self.metrics_api is not None:
+            await self.metrics_api.stop()

@@ -1,10 +1,13 @@
 """A real Kubernetes control plane as child processes: etcd, kube-apiserver, kube-controller-manager and
 kube-scheduler, all on loopback.
 
-Owns: finding the binaries (`hack/cluster/build.sh` builds them into `.tools/cluster/bin/`), a work
+Owns: finding the binaries of a release (`hack/cluster/build.sh` builds them into
+`.tools/cluster/<release>/bin/`; `vpa.sim.kubernetes.releases` says where), a work
 directory with throwaway certificates (a cluster CA for the API server's serving certificate, a front-proxy
 CA and client certificate for the aggregation layer, a service-account signing key) and static bearer
-tokens for the admin, the controller manager and the scheduler; starting the four processes with their logs
+tokens for the admin, the controller manager, the scheduler and each hollow node (`system:node:<name>` in
+`system:nodes`, with a kubeconfig each, so the Node authorizer judges them as it judges kubelets); starting
+the four processes with their logs
 in the work directory; readiness checks (`/readyz` of the API server, `/healthz` of the controller manager
 and the scheduler, the `default` ServiceAccount that proves the controllers run); the admin kubeconfig; and
 a clean shutdown by PID (SIGTERM, then SIGKILL after a grace period). The work directory is removed after
@@ -18,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import secrets
 import shutil
 import signal
@@ -34,9 +36,9 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from vpa.sim.apiserver.tls import issue, new_ca, write_kubeconfig
+from vpa.sim.kubernetes.releases import CONTROL_PLANE, ReleaseError, locate
 
-BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
-BIN_ENV = "VPA_CONTROL_PLANE_BIN"
+BINARIES = CONTROL_PLANE
 SERVICE_CIDR = "10.96.0.0/16"  # ClusterIPs are only allocated, never routed: nothing here proxies Services
 START_TIMEOUT_S = 120.0
 STOP_GRACE_S = 10.0
@@ -46,27 +48,13 @@ class ControlPlaneError(Exception):
     """The control plane cannot be started; the message is one line naming what and where."""
 
 
-def default_bin_dir() -> Path:
-    """`$VPA_CONTROL_PLANE_BIN`, else `.tools/cluster/bin` of the checkout this package runs from."""
-    env = os.environ.get(BIN_ENV)
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[3] / ".tools" / "cluster" / "bin"
-
-
-def find_binaries(bin_dir: Path | None = None) -> dict[str, Path]:
-    """The four binaries, or ControlPlaneError naming the first one missing and how to build it."""
-    where = bin_dir or default_bin_dir()
-    found: dict[str, Path] = {}
-    for name in BINARIES:
-        path = where / name
-        if not (path.is_file() and os.access(path, os.X_OK)):
-            raise ControlPlaneError(
-                f"{name} not found in {where} (build the control plane with `make control-plane`, "
-                f"or point ${BIN_ENV} at a folder holding {', '.join(BINARIES)})"
-            )
-        found[name] = path
-    return found
+def find_binaries(bin_dir: Path | None = None, release: str | None = None) -> dict[str, Path]:
+    """The four binaries, or ControlPlaneError (one line) saying how to build them."""
+    try:
+        _, where = locate(release, bin_dir)
+    except ReleaseError as err:
+        raise ControlPlaneError(str(err)) from None
+    return {name: where / name for name in BINARIES}
 
 
 def free_port() -> int:
@@ -89,6 +77,9 @@ class ControlPlane:
 
     bin_dir: Path | None = None
     workdir: Path | None = None
+    release: str | None = None
+    node_names: tuple[str, ...] = ()
+    node_kubeconfigs: dict[str, Path] = field(default_factory=dict)
     node_monitor_grace_s: int = 300
     extra_apiserver_flags: tuple[str, ...] = ()
     url: str = ""
@@ -101,7 +92,7 @@ class ControlPlane:
     _failed: bool = False
 
     async def start(self) -> None:
-        binaries = find_binaries(self.bin_dir)
+        binaries = find_binaries(self.bin_dir, self.release)
         if self.workdir is None:
             self.workdir = Path(tempfile.mkdtemp(prefix="vpa-control-plane-"))
             self._own_workdir = True
@@ -162,6 +153,8 @@ class ControlPlane:
             "system:kube-controller-manager": (secrets.token_hex(16), ""),
             "system:kube-scheduler": (secrets.token_hex(16), ""),
         }
+        for node in self.node_names:
+            tokens[f"system:node:{node}"] = (secrets.token_hex(16), "system:nodes")
         (pki / "tokens.csv").write_text(
             "".join(
                 f'{tok},{user},{user},"{groups}"\n' if groups else f"{tok},{user},{user}\n"
@@ -190,6 +183,17 @@ class ControlPlane:
             tokens["system:kube-scheduler"][0],
             "vpa-control-plane",
         )
+
+        nodes_dir = work / "nodes"
+        for node in self.node_names:
+            nodes_dir.mkdir(exist_ok=True)
+            self.node_kubeconfigs[node] = write_kubeconfig(
+                nodes_dir / f"{node}.kubeconfig",
+                self.url,
+                ca.cert_pem,
+                tokens[f"system:node:{node}"][0],
+                "vpa-control-plane",
+            )
 
         await self._spawn(
             "etcd",
