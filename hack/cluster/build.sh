@@ -86,7 +86,8 @@ build_release() {
     i=$((i + 1))
     t=$SECONDS
     echo "  [$i/${#todo[@]}] $name ..."
-    ( while sleep 60; do echo "      still compiling $name ($((SECONDS - t)) s)"; done ) &
+    # (sleep must not hold stdout open: a pipe reading this script would wait for it)
+    ( while sleep 60 >/dev/null; do echo "      still compiling $name ($((SECONDS - t)) s)"; done ) &
     ticker=$!
     if ! (cd "$dir" && CGO_ENABLED=0 go build -mod=readonly -trimpath -tags "$tags" -ldflags "$flags" -o "$out/$name.new" "$pkg"); then
       kill "$ticker" 2>/dev/null; wait "$ticker" 2>/dev/null || true

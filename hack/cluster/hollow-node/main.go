@@ -176,6 +176,7 @@ func run(o options) error {
 
 	hollow := kubemark.NewHollowKubelet(flags, config, client, heartbeatClient, cadvisor,
 		fakeRuntime.ImageService, runtime, containerManager)
+	hollow.KubeletDeps.ProbeManager = probes{}
 	klog.InfoS("hollow node starting", "node", o.name, "kubeletVersion", version.Get().GitVersion,
 		"cpu", cpu.String(), "memory", memory.String(), "maxPods", o.maxPods, "usageFile", o.usageFile)
 	go hollow.Run(ctx)

@@ -6,6 +6,7 @@ import copy
 import dataclasses
 
 import orjson
+import pytest
 
 from tests.integration.sim_cluster.helpers import (
     condition,
@@ -242,6 +243,57 @@ async def test_memory_limit_decrease_depends_on_version() -> None:
         now = get(cluster, "web")
         assert condition(now, "PodResizeInProgress") is None
         assert cstatus(now)["resources"]["limits"]["memory"] == "400Mi"
+
+
+@pytest.mark.parametrize(
+    ("version", "usage_mi", "refused"),
+    [("1.35", 450, True), ("1.36", 400, True), ("1.36", 399, False)],  # refused at usage >= the new limit
+)
+async def test_memory_limit_decrease_refusal_as_the_kubelet_words_it(
+    version: str, usage_mi: int, refused: bool
+) -> None:
+    async with sim(version) as (cluster, http):
+        retry = cluster.behaviour.agent.options.kubelet_retry_s
+        await create_pod(
+            cluster, pod("web", container(), container("side", memory="64Mi", memory_limit="128Mi"))
+        )
+        cluster.behaviour.set_usage("default", "web", "app", UsageProfile(memory=Constant(usage_mi * 2**20)))
+        cluster.behaviour.set_usage("default", "web", "side", UsageProfile(memory=Constant(100 * 2**20)))
+        code, _ = await resize(http, "web", resources_patch(memory_limit="400Mi"))
+        assert code == 200
+        await cluster.settle()
+        first = get(cluster, "web")
+        in_progress = condition(first, "PodResizeInProgress")
+        if not refused:
+            assert in_progress is None
+            assert cstatus(first)["resources"]["limits"]["memory"] == "400Mi"
+            return
+        # The first refusal reaches the API one sync late: until then the resize is only in progress.
+        assert in_progress is not None
+        assert "reason" not in in_progress
+        await cluster.advance(retry)
+        now = get(cluster, "web")
+        in_progress = condition(now, "PodResizeInProgress")
+        assert in_progress is not None
+        assert in_progress["reason"] == "Error"
+        pod_usage = (usage_mi + 100) * 2**20
+        parts = []
+        pod_limit, limit = (400 + 128) * 2**20, 400 * 2**20
+        if pod_usage >= pod_limit:  # the pod's part, first, only when its own limit is reached too
+            parts.append(
+                f"attempting to set pod memory limit ({pod_limit}) below current usage ({pod_usage})"
+            )
+        parts.append(
+            f'attempting to set container "app" memory limit ({limit}) below current usage ({pod_usage})'
+        )
+        assert in_progress["message"] == f"cannot decrease memory limits: [{', '.join(parts)}]"
+        assert cstatus(now)["resources"]["limits"]["memory"] == "512Mi"
+        cluster.behaviour.set_usage("default", "web", "app", UsageProfile(memory=Constant(100 * 2**20)))
+        await cluster.advance(retry)
+        done = get(cluster, "web")
+        assert condition(done, "PodResizeInProgress") is None
+        assert cstatus(done)["resources"]["limits"]["memory"] == "400Mi"
+        assert cstatus(done)["restartCount"] == 0
 
 
 async def test_deferred_resizes_are_retried_in_priority_order() -> None:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vpa.model.clock import VirtualClock
+from vpa.model.quantity import format_cpu_millicores, format_memory_bytes
 from vpa.sim.cluster.options import ClusterOptions
 from vpa.sim.cluster.pods import (
     CPU,
@@ -41,6 +42,7 @@ from vpa.sim.cluster.pods import (
     amount,
     container_amounts,
     effective_requests,
+    is_sidecar,
     restart_policy_for,
 )
 from vpa.sim.cluster.profiles import Leak
@@ -107,6 +109,28 @@ def _amounts_cached(key: tuple[tuple[Any, ...], tuple[Any, ...]]) -> tuple[dict[
     return _parse_amounts({"requests": dict(key[0]), "limits": dict(key[1])})
 
 
+# What a kubelet of the version declares in `status.declaredFeatures` (NodeDeclaredFeatures, beta 1.36, GA
+# 1.37), as the release's own kubelet reports it on a hollow node. kube-apiserver's PodResizeValidator refuses
+# (403) a resize the pod's node does not declare, a pod-level one for instance.
+DECLARED_FEATURES: dict[tuple[int, int], tuple[str, ...]] = {
+    (1, 37): (
+        "ExtendWebSocketsToKubelet",
+        "InPlacePodLevelResourcesVerticalScaling",
+        "InPlacePodVerticalScalingInitContainers",
+        "RestartAllContainersOnContainerExits",
+    ),
+}
+
+
+def _fmt_amount(resource: str, value: int) -> str:
+    return format_cpu_millicores(value) if resource == CPU else format_memory_bytes(value)
+
+
+def _add_limit(total: int | None, limit: int | None) -> int | None:
+    """A pod's memory limit is the sum of its containers'; one container without a limit leaves it unset."""
+    return None if total is None or limit is None else total + limit
+
+
 def _same(a: Mapping[str, Mapping[str, Any]], b: Mapping[str, Mapping[str, Any]]) -> bool:
     return _amounts(a) == _amounts(b)
 
@@ -157,6 +181,7 @@ class PodRun:
     pending: tuple[str, str, float, int] | None = None  # (reason, message, since, generation)
     pending_for: Any = None  # the desired resources an Infeasible verdict was about
     in_progress: tuple[str, str, float, int] | None = None  # (reason, message, since, generation)
+    resize_error: str | None = None  # the last failed actuation's message, published one sync later
     actuate_at: float | None = None
     sched: tuple[int, int] = (0, 0)
     kube: tuple[int, int] = (0, 0)
@@ -355,6 +380,11 @@ class NodeAgent:
                     "bootID": "",
                 },
                 "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+                **(
+                    {"declaredFeatures": list(DECLARED_FEATURES[self.version])}
+                    if self.version in DECLARED_FEATURES
+                    else {}
+                ),
             },
         }
 
@@ -954,7 +984,10 @@ class NodeAgent:
     def _actuate(self, pod: JsonObj, run: PodRun, now: float) -> None:
         spec = pod.get("spec") or {}
         specs = {c.get("name"): c for c in spec.get("containers") or []}
-        errors: list[str] = []
+        # From 1.35 the kubelet checks every decreasing memory limit, the pod's and each container's, before
+        # it changes anything (one refusal holds the whole in-place part of the resize back).
+        refusal = self._memory_decrease_refusal(pod, run, specs, now) if self.version >= (1, 35) else ""
+        errors: list[str] = [refusal] if refusal else []
         for name, c in run.containers.items():
             if _same(c.allocated, c.actual):
                 continue
@@ -970,8 +1003,14 @@ class NodeAgent:
                 self._restart_container(pod, run, c, now, {"exitCode": 137, "reason": "Error"}, resize=True)
                 c.actual = copy.deepcopy(c.allocated)
                 continue
+            if refusal:
+                continue
             new_mem_lim, old_mem_lim = new_lim.get(MEMORY), old_lim.get(MEMORY)
-            if new_mem_lim is not None and (old_mem_lim is None or new_mem_lim < old_mem_lim):
+            if (
+                self.version < (1, 35)
+                and new_mem_lim is not None
+                and (old_mem_lim is None or new_mem_lim < old_mem_lim)
+            ):
                 usage = self.usage.memory_bytes(
                     pod, container, now, run.start_at, c.started_at, old_req, old_lim
                 )
@@ -988,16 +1027,79 @@ class NodeAgent:
                         )
                     continue
             c.actual = copy.deepcopy(c.allocated)
-            self._arm_oom(pod, run, c)
+            self._arm_oom(pod, run, c, since=now)
         if errors:
             since = run.in_progress[2] if run.in_progress is not None else now
             gen = run.in_progress[3] if run.in_progress is not None else 0
-            run.in_progress = ("Error", "; ".join(errors), since, gen)
+            message = "; ".join(errors)
+            if self.version >= (1, 35):
+                # The kubelet sets the Error condition after that sync's status was written: it reaches the
+                # API with the next sync, carrying the message of the attempt before.
+                shown, run.resize_error = run.resize_error, message
+                if shown is not None:
+                    run.in_progress = ("Error", shown, since, gen)
+            else:
+                run.in_progress = ("Error", message, since, gen)
             run.actuate_at = now + self.options.kubelet_retry_s
             run.timers.append(self.rt.at(run.actuate_at, self._enqueue_sync(run.key)))
         else:
             run.in_progress = None
             run.actuate_at = None
+            run.resize_error = None
+
+    def _memory_decrease_refusal(
+        self, pod: Mapping[str, Any], run: PodRun, specs: Mapping[Any, Mapping[str, Any]], now: float
+    ) -> str:
+        """The kubelet's refusal of a memory-limit decrease at or above current usage, or "".
+
+        As `validateMemoryResizeAction` (1.35+): the pod's limit (the sum of its containers', when every
+        one has a limit) is checked first against the pod's usage, then each container resized in place
+        (not restarted) whose limit goes down against its own usage; a refusal is `usage >= new limit`. The
+        container's part quotes the name Go-style and, as the kubelet's does, reports the pod's usage.
+        """
+        sidecars = [c for c in (pod.get("spec") or {}).get("initContainers") or [] if is_sidecar(c)]
+        usage: dict[str, int] = {}
+        old_pod_limit: int | None = 0
+        new_pod_limit: int | None = 0
+        for name, c in run.containers.items():
+            (_new_req, new_lim), (old_req, old_lim) = c.allocated_amounts(), c.actual_amounts()
+            container = specs.get(name) or {"name": name}
+            usage[name] = self.usage.memory_bytes(
+                pod, container, now, run.start_at, c.started_at, old_req, old_lim
+            )
+            old_pod_limit = _add_limit(old_pod_limit, old_lim.get(MEMORY))
+            new_pod_limit = _add_limit(new_pod_limit, new_lim.get(MEMORY))
+        pod_usage = sum(usage.values())
+        for side in sidecars:
+            req, lim = container_amounts(side, "requests"), container_amounts(side, "limits")
+            pod_usage += self.usage.memory_bytes(pod, side, now, run.start_at, run.start_at, req, lim)
+            old_pod_limit = _add_limit(old_pod_limit, lim.get(MEMORY))
+            new_pod_limit = _add_limit(new_pod_limit, lim.get(MEMORY))
+        parts: list[str] = []
+        pod_decrease = new_pod_limit is not None and (old_pod_limit is None or new_pod_limit < old_pod_limit)
+        if pod_decrease and new_pod_limit is not None and pod_usage >= new_pod_limit:
+            parts.append(
+                f"attempting to set pod memory limit ({new_pod_limit}) below current usage ({pod_usage})"
+            )
+        for name, c in run.containers.items():
+            (new_req, new_lim), (old_req, old_lim) = c.allocated_amounts(), c.actual_amounts()
+            container = specs.get(name) or {}
+            changed = {
+                r
+                for r in (CPU, MEMORY)
+                if new_req.get(r) != old_req.get(r) or new_lim.get(r) != old_lim.get(r)
+            }
+            if any(restart_policy_for(container, r) == RESTART_CONTAINER for r in changed):
+                continue
+            new_mem, old_mem = new_lim.get(MEMORY), old_lim.get(MEMORY)
+            if new_mem is None or (old_mem is not None and new_mem >= old_mem):
+                continue
+            if usage[name] >= new_mem:
+                parts.append(
+                    f'attempting to set container "{name}" memory limit ({new_mem}) below current usage '
+                    f"({pod_usage})"
+                )
+        return f"cannot decrease memory limits: [{', '.join(parts)}]" if parts else ""
 
     # --- container restarts and OOM -------------------------------------------------------------------------
 
@@ -1033,7 +1135,11 @@ class NodeAgent:
             c.waiting_until = None
         self._arm_oom(pod, run, c)
 
-    def _arm_oom(self, pod: Mapping[str, Any], run: PodRun, c: ContainerRun) -> None:
+    def _arm_oom(
+        self, pod: Mapping[str, Any], run: PodRun, c: ContainerRun, since: float | None = None
+    ) -> None:
+        """Arm the OOM kill of `c` at its usage's first crossing of its memory limit, searched from the
+        container's (re)start, or from `since` (a resize: the usage before it met the older limit)."""
         self.rt.cancel(run.oom_timers.pop(c.name, None))
         if not run.counted or run.phase != "Running" or c.terminated is not None:
             return
@@ -1051,6 +1157,8 @@ class NodeAgent:
         # Timers carry their due time: after a long advance(), kills replay at the right instants, so the
         # search starts at the container's (re)start unless that is beyond the scan horizon.
         start = c.started_at if now - c.started_at <= _OOM_HORIZON_S else now
+        if since is not None:
+            start = max(start, since)
         crossing: float | None
         if isinstance(profile, Leak):
             crossing = profile.crossing(limit, c.started_at)
@@ -1272,9 +1380,47 @@ class NodeAgent:
                 status["resize"] = resize
         if self.version >= (1, 34) and generation is not None:
             status["observedGeneration"] = generation
+        if self.version >= (1, 36):
+            status.update(self._pod_level_status(spec, run))
         if status["qosClass"] is None:
             status.pop("qosClass")
         return status
+
+    @staticmethod
+    def _pod_level_status(spec: Mapping[str, Any], run: PodRun) -> JsonObj:
+        """`status.allocatedResources` and `status.resources` of the pod (1.36+, where the kubelet's
+        `InPlacePodLevelResourcesVerticalScaling` is on by default), for every pod.
+
+        As the kubelet reports them: the allocated aggregate of the requests (`PodRequests`); and what the
+        pod cgroup holds: CPU request and both limits as actuated, the memory request as allocated (it is
+        not written to a cgroup). A limit appears only when every container has one. Pod-level
+        `spec.resources` stand for the containers' aggregate (the stand-in does not resize them).
+        """
+        names = [c.get("name") for c in spec.get("containers") or []]
+        runs = [run.containers.get(n) for n in names]
+        if any(c is None for c in runs):
+            return {}
+        allocated = [c.allocated_amounts() for c in runs if c is not None]
+        actual = [c.actual_amounts() for c in runs if c is not None]
+        alloc_cpu, alloc_mem = effective_requests(spec, containers_override=[r for r, _ in allocated])
+        actual_cpu, _ = effective_requests(spec, containers_override=[r for r, _ in actual])
+        limits: dict[str, str] = {}
+        sidecar_limits = [
+            container_amounts(c, "limits") for c in spec.get("initContainers") or [] if is_sidecar(c)
+        ]
+        for resource in (CPU, MEMORY):
+            values = [lim.get(resource) for _, lim in actual] + [lim.get(resource) for lim in sidecar_limits]
+            if values and all(v is not None for v in values):
+                limits[resource] = _fmt_amount(resource, sum(v for v in values if v is not None))
+        pod_spec = container_amounts(spec, "limits") if isinstance(spec.get("resources"), Mapping) else {}
+        for resource, value in pod_spec.items():
+            limits[resource] = _fmt_amount(resource, value)
+        requests = {CPU: _fmt_amount(CPU, actual_cpu), MEMORY: _fmt_amount(MEMORY, alloc_mem)}
+        out: JsonObj = {
+            "allocatedResources": {CPU: _fmt_amount(CPU, alloc_cpu), MEMORY: _fmt_amount(MEMORY, alloc_mem)},
+            "resources": {"requests": requests, **({"limits": limits} if limits else {})},
+        }
+        return out
 
     @staticmethod
     def _init_statuses(spec: Mapping[str, Any], run: PodRun, running: bool) -> JsonObj:
