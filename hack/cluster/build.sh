@@ -86,8 +86,15 @@ build_release() {
     i=$((i + 1))
     t=$SECONDS
     echo "  [$i/${#todo[@]}] $name ..."
-    # (sleep must not hold stdout open: a pipe reading this script would wait for it)
-    ( while sleep 60 >/dev/null; do echo "      still compiling $name ($((SECONDS - t)) s)"; done ) &
+    # The ticker waits on its sleep with `wait`, which a signal interrupts, and takes the sleep with it.
+    (
+      trap 'kill "$s" 2>/dev/null; exit 0' TERM
+      while :; do
+        sleep 60 >/dev/null & s=$!
+        wait "$s"
+        echo "      still compiling $name ($((SECONDS - t)) s)"
+      done
+    ) &
     ticker=$!
     if ! (cd "$dir" && CGO_ENABLED=0 go build -mod=readonly -trimpath -tags "$tags" -ldflags "$flags" -o "$out/$name.new" "$pkg"); then
       kill "$ticker" 2>/dev/null; wait "$ticker" 2>/dev/null || true

@@ -3,7 +3,7 @@
 # go.mod: k8s.io/kubernetes at the release, etcd at the version that release requires, and every staging
 # module (k8s.io/api, k8s.io/client-go, ...) replaced by its published v0.<minor>.<patch>, since the release's
 # go.mod points them at ./staging and a dependent module cannot follow that; the hollow node and its
-# release-specific fake cadvisor (hollow-node/machine/v1.<minor>) by their folders. Then `go mod tidy`.
+# release-specific parts (hollow-node/release/v1.<minor>) by their folders. Then `go mod tidy`.
 # Usage: hack/cluster/new-release.sh v1.37.2   (run again to move the folder to another patch release)
 set -euo pipefail
 version="${1:?usage: hack/cluster/new-release.sh v1.MINOR.PATCH}"
@@ -14,8 +14,8 @@ staging_version="v0.${minor}.${BASH_REMATCH[2]}${BASH_REMATCH[3]}"
 here="$(cd "$(dirname "$0")" && pwd)"
 dir="$here/v1.$minor"
 mkdir -p "$dir"
-if [[ ! -d "$here/hollow-node/machine/v1.$minor" ]]; then
-  echo "new-release.sh: no hollow-node/machine/v1.$minor (copy the nearest release's and fit its MachineInfo)" >&2
+if [[ ! -d "$here/hollow-node/release/v1.$minor" ]]; then
+  echo "new-release.sh: no hollow-node/release/v1.$minor (copy the nearest release's and fit it to the release's API)" >&2
   exit 1
 fi
 modfile="$(cd "$dir" && GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@$version" 2>/dev/null \
@@ -37,13 +37,13 @@ etcd="$(awk '$1 == "go.etcd.io/etcd/server/v3" {print $2; exit}' "$modfile")"
   echo "	go.etcd.io/etcd/server/v3 $etcd"
   echo "	k8s.io/kubernetes $version"
   echo "	vpa.local/hack/cluster/hollow-node v0.0.0"
-  echo "	vpa.local/hack/cluster/hollow-node/machine v0.0.0"
+  echo "	vpa.local/hack/cluster/hollow-node/release v0.0.0"
   echo ")"
   echo
   echo "replace ("
   awk -v sv="$staging_version" '$2 == "=>" && $3 ~ /^\.\/staging\// {printf "\t%s => %s %s\n", $1, $1, sv}' "$modfile"
   echo "	vpa.local/hack/cluster/hollow-node => ../hollow-node"
-  echo "	vpa.local/hack/cluster/hollow-node/machine => ../hollow-node/machine/v1.$minor"
+  echo "	vpa.local/hack/cluster/hollow-node/release => ../hollow-node/release/v1.$minor"
   echo ")"
 } > "$dir/go.mod"
 cp "$here/tools.go.in" "$dir/tools.go"

@@ -15,8 +15,8 @@
 // set, read-only and healthz ports off). Kubelet files go under $TMPDIR.
 //
 // It is built from each release module in hack/cluster/v1.<minor>, so it runs that release's kubelet; the
-// one part whose Go signature differs between releases, the fake cadvisor, is the package
-// vpa.local/hack/cluster/hollow-node/machine, which each release module takes from machine/v1.<minor>.
+// parts whose Go API differs between releases (the fake cadvisor, the runtime client) are the package
+// vpa.local/hack/cluster/hollow-node/release, which each release module takes from release/v1.<minor>.
 package main
 
 import (
@@ -36,13 +36,12 @@ import (
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/component-base/version"
-	remote "k8s.io/cri-client/pkg"
 	fakeremote "k8s.io/cri-client/pkg/fake"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/kubelet/cm"
 	"k8s.io/kubernetes/pkg/kubemark"
 
-	"vpa.local/hack/cluster/hollow-node/machine"
+	"vpa.local/hack/cluster/hollow-node/release"
 )
 
 type options struct {
@@ -163,8 +162,7 @@ func run(o options) error {
 	defer fakeRuntime.Stop()
 	config.ContainerRuntimeEndpoint = endpoint
 	config.ImageServiceEndpoint = endpoint
-	runtimeClient, err := remote.NewRemoteRuntimeServiceBuilder().
-		WithEndpoint(endpoint).WithConnectionTimeout(15 * time.Second).Build(ctx)
+	runtimeClient, err := release.RuntimeClient(ctx, endpoint)
 	if err != nil {
 		return fmt.Errorf("runtime client: %w", err)
 	}
@@ -172,7 +170,7 @@ func run(o options) error {
 
 	node := nodeSize{cpuMilli: cpu.MilliValue(), memory: memory.Value(), pods: int64(o.maxPods)}
 	containerManager := newContainerManager(cm.NewStubContainerManager(), node)
-	cadvisor := machine.New(o.name, node.wholeCores(), uint64(node.memory))
+	cadvisor := release.Cadvisor(o.name, node.wholeCores(), uint64(node.memory))
 
 	hollow := kubemark.NewHollowKubelet(flags, config, client, heartbeatClient, cadvisor,
 		fakeRuntime.ImageService, runtime, containerManager)

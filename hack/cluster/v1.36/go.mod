@@ -176,7 +176,7 @@ require (
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.3.3 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
-	vpa.local/hack/cluster/hollow-node/machine v0.0.0 // indirect
+	vpa.local/hack/cluster/hollow-node/release v0.0.0 // indirect
 )
 
 replace (
@@ -214,5 +214,5 @@ replace (
 	k8s.io/sample-controller => k8s.io/sample-controller v0.36.3
 	k8s.io/streaming => k8s.io/streaming v0.36.3
 	vpa.local/hack/cluster/hollow-node => ../hollow-node
-	vpa.local/hack/cluster/hollow-node/machine => ../hollow-node/machine/v1.36
+	vpa.local/hack/cluster/hollow-node/release => ../hollow-node/release/v1.36
 )
