@@ -8,13 +8,15 @@ message), each container's `allocatedResources`, `resources` and `restartCount`,
 the resize itself. The two transcripts must be equal. A difference kept on purpose is a strict xfail whose
 reason points at docs/deviations.md: if the two ever agree, it fails, and the deviation goes.
 
-Skips with one line when the release's binaries (hollow-node included) are not built.
+The release is the newest built, or `$FIDELITY_KUBERNETES_VERSION` (e.g. v1.36.3). Skips with one line
+when the release's binaries (hollow-node included) are not built.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -47,8 +49,13 @@ class Side:
     version: tuple[int, int]
 
 
+RELEASE = os.environ.get("FIDELITY_KUBERNETES_VERSION") or None
+
+
 async def _side(kubelet: str) -> Side:
-    cluster = RealCluster(nodes=1, node_cpu=NODE_CPU, node_memory=NODE_MEMORY, kubelet=kubelet)
+    cluster = RealCluster(
+        nodes=1, node_cpu=NODE_CPU, node_memory=NODE_MEMORY, kubelet=kubelet, kubernetes_version=RELEASE
+    )
     await cluster.start()
     cp = cluster.control_plane
     api = Api(f"{kubelet} kubelet", cp.url, cp.ca_pem, cp.admin_token)
@@ -59,7 +66,7 @@ async def _side(kubelet: str) -> Side:
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
 async def sides() -> AsyncIterator[tuple[Side, Side]]:
     try:
-        locate(None, hollow=True)
+        locate(RELEASE, hollow=True)
     except ReleaseError as err:
         pytest.skip(f"hollow kubelet not built: {err}")
     hollow, sim = await asyncio.gather(_side("hollow"), _side("sim"))

@@ -112,14 +112,13 @@ def _amounts_cached(key: tuple[tuple[Any, ...], tuple[Any, ...]]) -> tuple[dict[
 # What a kubelet of the version declares in `status.declaredFeatures` (NodeDeclaredFeatures, beta 1.36, GA
 # 1.37), as the release's own kubelet reports it on a hollow node. kube-apiserver's PodResizeValidator refuses
 # (403) a resize the pod's node does not declare, a pod-level one for instance.
-DECLARED_FEATURES: dict[tuple[int, int], tuple[str, ...]] = {
-    (1, 37): (
-        "ExtendWebSocketsToKubelet",
-        "InPlacePodLevelResourcesVerticalScaling",
-        "InPlacePodVerticalScalingInitContainers",
-        "RestartAllContainersOnContainerExits",
-    ),
-}
+_DECLARED_1_36 = (
+    "ExtendWebSocketsToKubelet",
+    "InPlacePodLevelResourcesVerticalScaling",
+    "InPlacePodVerticalScalingInitContainers",
+    "RestartAllContainersOnContainerExits",
+)
+DECLARED_FEATURES: dict[tuple[int, int], tuple[str, ...]] = {(1, 36): _DECLARED_1_36, (1, 37): _DECLARED_1_36}
 
 
 def _fmt_amount(resource: str, value: int) -> str:
@@ -1381,20 +1380,23 @@ class NodeAgent:
         if self.version >= (1, 34) and generation is not None:
             status["observedGeneration"] = generation
         if self.version >= (1, 36):
-            status.update(self._pod_level_status(spec, run))
+            status.update(self._pod_level_status(spec, run, old, self.version))
         if status["qosClass"] is None:
             status.pop("qosClass")
         return status
 
     @staticmethod
-    def _pod_level_status(spec: Mapping[str, Any], run: PodRun) -> JsonObj:
+    def _pod_level_status(
+        spec: Mapping[str, Any], run: PodRun, old: Mapping[str, Any], version: tuple[int, int]
+    ) -> JsonObj:
         """`status.allocatedResources` and `status.resources` of the pod (1.36+, where the kubelet's
         `InPlacePodLevelResourcesVerticalScaling` is on by default), for every pod.
 
         As the kubelet reports them: the allocated aggregate of the requests (`PodRequests`); and what the
         pod cgroup holds: CPU request and both limits as actuated, the memory request as allocated (it is
         not written to a cgroup). A limit appears only when every container has one. Pod-level
-        `spec.resources` stand for the containers' aggregate (the stand-in does not resize them).
+        `spec.resources` stand for the containers' aggregate (the stand-in does not resize them). A 1.36
+        kubelet keeps the memory request it first reported (it carries the old status's value over).
         """
         names = [c.get("name") for c in spec.get("containers") or []]
         runs = [run.containers.get(n) for n in names]
@@ -1416,6 +1418,9 @@ class NodeAgent:
         for resource, value in pod_spec.items():
             limits[resource] = _fmt_amount(resource, value)
         requests = {CPU: _fmt_amount(CPU, actual_cpu), MEMORY: _fmt_amount(MEMORY, alloc_mem)}
+        kept = ((old.get("resources") or {}).get("requests") or {}).get(MEMORY)
+        if version == (1, 36) and kept is not None:
+            requests[MEMORY] = kept
         out: JsonObj = {
             "allocatedResources": {CPU: _fmt_amount(CPU, alloc_cpu), MEMORY: _fmt_amount(MEMORY, alloc_mem)},
             "resources": {"requests": requests, **({"limits": limits} if limits else {})},
