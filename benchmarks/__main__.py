@@ -28,6 +28,7 @@ BENCHMARKS: dict[str, str] = {
     "recommendation_metrics": "benchmarks.recommendation_metrics",
     "reactive_inplace": "benchmarks.reactive_inplace",
     "control_plane": "benchmarks.control_plane",
+    "kubelets": "benchmarks.kubelets",
     "faults": "benchmarks.faults",
     "run_scale": "benchmarks.run_scale",
     "client_request": "benchmarks.client_request",
