@@ -103,11 +103,16 @@ func (p *podCgroups) GetPodCgroupConfig(pod *v1.Pod, name v1.ResourceName) (*cm.
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	c := p.config(pod)
+	// As a cgroup file system answers: every value is there, "max" (no limit) read back as -1.
 	switch name {
 	case v1.ResourceMemory:
-		return &cm.ResourceConfig{Memory: copyPtr(c.Memory)}, nil
+		return &cm.ResourceConfig{Memory: orDefault(c.Memory, -1)}, nil
 	case v1.ResourceCPU:
-		return &cm.ResourceConfig{CPUShares: copyPtr(c.CPUShares), CPUQuota: copyPtr(c.CPUQuota), CPUPeriod: copyPtr(c.CPUPeriod)}, nil
+		return &cm.ResourceConfig{
+			CPUShares: orDefault(c.CPUShares, uint64(cm.MinShares)),
+			CPUQuota:  orDefault(c.CPUQuota, -1),
+			CPUPeriod: orDefault(c.CPUPeriod, uint64(cm.QuotaPeriod)),
+		}, nil
 	}
 	return &cm.ResourceConfig{}, nil
 }
@@ -141,6 +146,14 @@ func (p *podCgroups) GetPodCgroupMemoryUsage(pod *v1.Pod) (uint64, error) {
 func copyPtr[T any](v *T) *T {
 	if v == nil {
 		return nil
+	}
+	out := *v
+	return &out
+}
+
+func orDefault[T any](v *T, unset T) *T {
+	if v == nil {
+		return &unset
 	}
 	out := *v
 	return &out

@@ -77,6 +77,18 @@ async def test_one_hollow_node_is_ready_with_the_release_and_the_size_asked(holl
             return (pod.get("status") or {}).get("phase") == "Running"
 
         await api.until("pod p Running on the hollow node", running, 60)
+        # A pod without limits: its pod cgroup reads back "no limit", which the kubelet must not trip on.
+        bare = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bare"},
+                "spec": {"automountServiceAccountToken": False,
+                         "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}}  # fmt: skip
+        status, _ = await api.call("POST", "/api/v1/namespaces/t/pods", bare)
+        assert status == 201
+
+        async def bare_running() -> bool:
+            _, pod = await api.call("GET", "/api/v1/namespaces/t/pods/bare")
+            return (pod.get("status") or {}).get("phase") == "Running"
+
+        await api.until("pod bare Running on the hollow node", bare_running, 60)
 
         async def metrics() -> dict[str, object] | None:
             code, doc = await api.call("GET", "/apis/metrics.k8s.io/v1beta1/namespaces/t/pods/p")
@@ -91,5 +103,6 @@ async def test_one_hollow_node_is_ready_with_the_release_and_the_size_asked(holl
             return "t/p/c 209715200\n" in nodes_of.usage_file.read_text()
 
         await api.until("the pod's usage in the hollow node's usage file", usage_written, 10)
+        hollow.hollow.check_alive()  # no node crashed on the way
     finally:
         await api.close()
