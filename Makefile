@@ -52,10 +52,10 @@ e2e: setup
 
 # The same scenarios against a real control plane of $(KUBERNETES_VERSION) (built from the Go modules, cached
 # in .tools/cluster/<release>/bin), with the simulator's kubelets or, E2E_KUBELET=hollow, the release's own
-# kubelet code on hollow nodes; skips with one line without Go.
+# kubelet code on hollow nodes; E2E_SELECT="not in_place" selects scenarios; skips with one line without Go.
 e2e-cluster: setup
 	@PY=$(PY) PYTEST_ARGS="$(PYTEST_ARGS)" KUBERNETES_VERSION=$(KUBERNETES_VERSION) E2E_KUBELET=$(E2E_KUBELET) \
-		bash hack/e2e-cluster.sh
+		E2E_SELECT="$(E2E_SELECT)" bash hack/e2e-cluster.sh
 
 e2e-kind:
 	@PY=$(PY) PYTEST_ARGS="$(PYTEST_ARGS)" bash hack/e2e-kind.sh

@@ -10,7 +10,8 @@
 # it prints one line and exits 0. helm (for rendering the chart's RBAC) comes from hack/install-tools.sh.
 #
 # Environment: KUBERNETES_VERSION (default: build.sh's newest stable), E2E_KUBELET (sim | hollow),
-# PY (default .venv/bin/python), PYTEST_ARGS passed to pytest (e.g. "-k in_place").
+# E2E_SELECT (a pytest -k expression, spaces allowed: "not in_place"), PY (default .venv/bin/python),
+# PYTEST_ARGS passed to pytest as words (e.g. "-x --maxfail=2").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,6 +27,7 @@ start=$SECONDS
 # Real time: scenarios take minutes, not seconds, so the per-test timeout is longer than the suite's.
 # shellcheck disable=SC2086
 E2E_CONTROL_PLANE=kubernetes E2E_KUBERNETES_VERSION="$version" E2E_KUBELET="${E2E_KUBELET:-sim}" \
-    "$PY" -m pytest e2e -o timeout=900 -p no:cacheprovider ${PYTEST_ARGS:-} && rc=0 || rc=$?
+    "$PY" -m pytest e2e -o timeout=900 -p no:cacheprovider ${E2E_SELECT:+-k "$E2E_SELECT"} ${PYTEST_ARGS:-} \
+    && rc=0 || rc=$?
 echo "e2e-cluster: Kubernetes $version, kubelet ${E2E_KUBELET:-sim}: pytest exit $rc in $((SECONDS - start)) s"
 exit $rc
