@@ -99,7 +99,8 @@ class Api:
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
 async def sim_api() -> AsyncIterator[Api]:
-    async with SimCluster(nodes=1, time_scale=1.0) as cluster:
+    # The newest minor the simulated API server emulates, against the real default release (1.37).
+    async with SimCluster(nodes=1, time_scale=1.0, kubernetes_version="1.36") as cluster:
         api = Api("vpa sim", cluster.url, cluster.ca_cert_pem, "test")
         await api.open()
         yield api
