@@ -103,6 +103,6 @@ async def test_one_hollow_node_is_ready_with_the_release_and_the_size_asked(holl
             return "t/p/c 209715200\n" in nodes_of.usage_file.read_text()
 
         await api.until("the pod's usage in the hollow node's usage file", usage_written, 10)
-        hollow.hollow.check_alive()  # no node crashed on the way
+        nodes_of.check_alive()  # no node crashed on the way
     finally:
         await api.close()
