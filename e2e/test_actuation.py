@@ -165,19 +165,25 @@ def test_in_place_never_evicts_even_when_infeasible(
     # minAllowed lifts the target above what any node has.
     assert Quantity.parse(rec["target"]["cpu"]).millis == 100_000
 
-    def infeasible() -> list[dict[str, Any]] | None:
-        """The resize was asked for, and the kubelet said Infeasible, on both pods."""
+    def infeasible() -> list[str] | None:
+        """Both resizes were asked for and found infeasible: the kubelet's `PodResizePending/Infeasible`
+        (before Kubernetes 1.36), or the API server's 403 `NodeCapacity` (1.36+, no condition), after which
+        the updater skips each pod with an `InPlaceResizeSkipped` event."""
         current = live_pods(sim, namespace)
         marked = [
-            p for p in current
+            p["metadata"]["name"] for p in current
             if any(
                 c.get("type") == "PodResizePending" and c.get("reason") == "Infeasible"
                 for c in (p.get("status") or {}).get("conditions") or []
             )
         ]  # fmt: skip
-        return marked if len(marked) == 2 else None
+        if len(marked) == 2:
+            return marked
+        skipped = {e["involvedObject"]["name"] for e in events_for(sim, namespace, "InPlaceResizeSkipped")}
+        return sorted(skipped) if len(skipped) == 2 else None
 
-    sim.wait_for("the kubelet to call both resizes infeasible", infeasible, timeout_s=90)
+    sim.let_time_pass(5 * 60)
+    sim.wait_for("both resizes found infeasible (kubelet or API server)", infeasible, timeout_s=120)
     # Thirty more updater loops: the updater remembers the infeasible attempt and skips (an event says
     # so), and never falls back to eviction.
     sim.let_time_pass(30 * 60)
