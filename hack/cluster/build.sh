@@ -90,7 +90,7 @@ build_release() {
     (
       trap 'kill "$s" 2>/dev/null; exit 0' TERM
       while :; do
-        sleep 60 >/dev/null & s=$!
+        sleep "${VPA_BUILD_TICK_S:-60}" >/dev/null & s=$!
         wait "$s"
         echo "      still compiling $name ($((SECONDS - t)) s)"
       done
