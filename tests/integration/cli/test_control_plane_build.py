@@ -31,10 +31,15 @@ def _build(tmp_path: Path) -> str:
     go = bin_dir / "go"
     go.write_text(FAKE_GO)
     go.chmod(0o755)
-    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "VPA_CLUSTER_DIR": str(tmp_path / "cluster"),
-           "VPA_BUILD_TICK_S": "1"}
-    done = subprocess.run(["bash", str(BUILD), "v1.37.2"], env=env, capture_output=True, text=True, timeout=120,
-                          check=False)
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "VPA_CLUSTER_DIR": str(tmp_path / "cluster"),
+        "VPA_BUILD_TICK_S": "1",
+    }
+    done = subprocess.run(
+        ["bash", str(BUILD), "v1.37.2"], env=env, capture_output=True, text=True, timeout=120, check=False
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout
 
