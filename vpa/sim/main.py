@@ -33,7 +33,7 @@ from vpa.sim.kubernetes.cluster import KUBELETS, RealCluster
 from vpa.sim.kubernetes.controlplane import ControlPlaneError
 from vpa.sim.kubernetes.releases import RELEASES, ReleaseError, locate
 
-SIM_DEFAULT_VERSION = "1.35"
+SIM_DEFAULT_VERSION = "1.37"
 
 
 def _webhook_service(text: str) -> tuple[tuple[str, str], tuple[str, int]]:

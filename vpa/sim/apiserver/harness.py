@@ -31,7 +31,7 @@ from vpa.sim.apiserver.server import ApiServer
 from vpa.sim.apiserver.store import ObjectStore
 from vpa.sim.apiserver.tls import ServingCerts, generate_certs, write_kubeconfig
 
-SUPPORTED_VERSIONS = ("1.32", "1.33", "1.34", "1.35", "1.36")
+SUPPORTED_VERSIONS = ("1.32", "1.33", "1.34", "1.35", "1.36", "1.37")
 
 
 def parse_version(text: str) -> tuple[int, int]:
@@ -59,7 +59,7 @@ class SimCluster:
         node_cpu: str = "4",
         node_memory: str = "16Gi",
         time_scale: float = 0.0,
-        kubernetes_version: str = "1.35",
+        kubernetes_version: str = "1.37",
         vpa_crds: bool = True,
         behaviour: bool = True,
         webhook_services: dict[tuple[str, str], tuple[str, int]] | None = None,

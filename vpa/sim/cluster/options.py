@@ -15,7 +15,7 @@ class ClusterOptions:
     nodes: int = 3
     node_cpu_millicores: int = 4000
     node_memory_bytes: int = 16 * 2**30
-    kubernetes_version: tuple[int, int] = (1, 35)  # 1.32 .. 1.36
+    kubernetes_version: tuple[int, int] = (1, 37)  # 1.32 .. 1.37; the newest supported release by default
     # Node objects are named f"{node_name_prefix}{i}" for i in 1..nodes.
     node_name_prefix: str = "node-"
     max_pods_per_node: int = 110

@@ -57,7 +57,7 @@ class ServerCore:
         store: ObjectStore,
         faults: Faults,
         *,
-        kubernetes_version: tuple[int, int] = (1, 35),
+        kubernetes_version: tuple[int, int] = (1, 37),
         bookmark_interval_s: float = 5.0,
         advance: Callable[[float], Awaitable[None]] | None = None,
     ) -> None:
