@@ -18,7 +18,7 @@ from tests.integration.sim_cluster.helpers import (
     resources_patch,
     sim,
 )
-from vpa.sim.cluster.profiles import Constant, UsageProfile
+from vpa.sim.cluster.profiles import Constant, DailyCycle, UsageProfile
 
 
 def get(cluster, name: str, namespace: str = "default"):
@@ -362,3 +362,32 @@ async def test_resize_get_and_put_with_optimistic_concurrency() -> None:
             assert resp.status == 409
         await cluster.settle()
         assert cstatus(get(cluster, "web"))["resources"]["requests"]["cpu"] == "600m"
+
+
+async def test_oom_check_after_memory_limit_decrease_counts_only_later_usage() -> None:
+    # Daily memory cycle peaking at 500Mi at 00:00 (above 400Mi from 20:00 to 04:00). At 05:00 usage is ~352Mi
+    # and the limit drops from 512Mi to 400Mi, which the kubelet accepts. The usage above 400Mi before the
+    # change must not kill the container now (it used to, with a finishedAt at 00:00); 20:00 must.
+    async with sim("1.35") as (cluster, http):
+        await create_pod(cluster, pod("web"))
+        cycle = DailyCycle(base=300 * 2**20, amplitude=200 * 2**20, peak_hour=0)
+        cluster.behaviour.set_usage("default", "web", "app", UsageProfile(memory=cycle))
+        await cluster.advance(5 * 3600)
+        assert cstatus(get(cluster, "web"))["restartCount"] == 0
+        code, _ = await resize(http, "web", resources_patch(memory_limit="400Mi"))
+        assert code == 200
+        await cluster.advance(3600)
+        status = cstatus(get(cluster, "web"))
+        assert status["resources"]["limits"]["memory"] == "400Mi"
+        assert status["restartCount"] == 0, status.get("lastState")
+        await cluster.advance(14 * 3600 - 1)  # 19:59:59
+        status = cstatus(get(cluster, "web"))
+        assert status["restartCount"] == 0, status.get("lastState")
+        await cluster.advance(6)
+        status = cstatus(get(cluster, "web"))
+        assert status["restartCount"] >= 1
+        terminated = status["lastState"]["terminated"]
+        assert terminated["reason"] == "OOMKilled"
+        # Above 400Mi again from 20:00 (cos = 0.5 then), found on the 5 s scan grid.
+        first_kill = terminated["finishedAt"]
+        assert "2026-01-01T20:00:00Z" <= first_kill <= "2026-01-01T20:00:05Z", first_kill

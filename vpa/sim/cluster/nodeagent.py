@@ -146,6 +146,9 @@ class ContainerRun:
     terminated: JsonObj | None = None  # set when the container exited for good
     waiting_until: float | None = None  # crash back-off
     crashes: int = 0  # consecutive crashes (for the back-off)
+    # When an in-place resize last lowered the memory limit: usage before it was judged by the old limit, so
+    # the OOM check never looks back past it.
+    mem_limit_lowered_at: float = 0.0
 
     # Parsed (requests, limits) of `allocated` / `actual`, recomputed when those dicts are replaced (they are
     # never changed in place).
@@ -1025,6 +1028,7 @@ class NodeAgent:
                             f"({usage})"
                         )
                     continue
+                c.mem_limit_lowered_at = now
             c.actual = copy.deepcopy(c.allocated)
             self._arm_oom(pod, run, c, since=now)
         if errors:
@@ -1154,10 +1158,13 @@ class NodeAgent:
             return
         now = self.clock.now()
         # Timers carry their due time: after a long advance(), kills replay at the right instants, so the
-        # search starts at the container's (re)start unless that is beyond the scan horizon.
+        # search starts at the container's (re)start unless that is beyond the scan horizon, and never before
+        # an in-place decrease of the limit: the kernel judges only usage after it against the new limit.
         start = c.started_at if now - c.started_at <= _OOM_HORIZON_S else now
         if since is not None:
             start = max(start, since)
+        # ... and on every later arming too (a restart, a re-scan, changed usage), not just the resize's.
+        start = max(start, c.mem_limit_lowered_at)
         crossing: float | None
         if isinstance(profile, Leak):
             crossing = profile.crossing(limit, c.started_at)
