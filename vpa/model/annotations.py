@@ -3,13 +3,15 @@
 Owns: upstream's exact key strings (pod annotations `vpaUpdates`, `vpaObservedContainers`,
 `vpaInPlaceUpdated`, the CPU startup-boost annotations; the per-container integer-CPU opt-in annotation on
 VPAs; the pod condition types and reasons of in-place resize) and pure parse/format helpers for the
-values (`vpaObservedContainers`, the boost annotation's original resources, integer-CPU opt-ins).
+values (`vpaObservedContainers`, the boost annotation's original resources, integer-CPU opt-ins, our own
+VPA annotations `vpa.dev/memory-limit-decrease` and `vpa.dev/resize-guard`).
 
 Must not: decide anything (which containers to patch, whether a boost expired) or touch the API.
 """
 
 from __future__ import annotations
 
+import enum
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -48,6 +50,13 @@ INTEGER_CPU_PREFIX: Final = "vpa-post-processor.kubernetes.io/"
 INTEGER_CPU_SUFFIX: Final = "_integerCPU"
 """`vpa-post-processor.kubernetes.io/<container>_integerCPU: "true"` opts a container into whole-core CPU
 recommendations (with `--cpu-integer-post-processor-enabled`; upstream's flag help wrongly says label)."""
+
+MEMORY_LIMIT_DECREASE: Final = "vpa.dev/memory-limit-decrease"
+"""Ours: `app=Never,sidecar=Always` (`*` for every container): may the memory limit be lowered in place?
+See `MemoryLimitDecrease` and docs/memory-limit-decrease.md. Absent means `Always` for every container."""
+
+RESIZE_GUARD: Final = "vpa.dev/resize-guard"
+"""Ours (gate `ResizeGuard`): `"true"` opts the VPA into undoing resizes that hurt its pods."""
 
 # --- pod conditions and their reasons (KEP-1287) ----------------------------------------------
 
@@ -179,3 +188,67 @@ def format_vpa_updates(vpa_name: str, container_updates: Sequence[str]) -> str:
     """The `vpaUpdates` value: `Pod resources updated by <vpa>: <entry>; <entry>` (entries are
     `container <i>: cpu request, memory request, …` built by the patch logic)."""
     return f"Pod resources updated by {vpa_name}: {'; '.join(container_updates)}"
+
+
+# --- vpa.dev/memory-limit-decrease -------------------------------------------------------------------
+
+
+class MemoryLimitDecrease(enum.StrEnum):
+    """Whether a container's memory limit may be lowered without recreating or restarting it."""
+
+    ALWAYS = "Always"
+    """Lowered in place like any other value (upstream's behaviour)."""
+    NEVER = "Never"
+    """Raised in place, never lowered by a resize; a recreated pod gets the lower limit at admission."""
+    ON_RESTART = "OnRestart"
+    """Lowered only when the container starts afresh: a resize that restarts it (`RestartContainer` for
+    memory) or a recreated pod."""
+
+
+ALL_CONTAINERS: Final = "*"
+
+
+def parse_memory_limit_decrease(value: str) -> dict[str, MemoryLimitDecrease]:
+    """`"app=Never, *=OnRestart"` → `{"app": NEVER, "*": ON_RESTART}`.
+
+    Entries are `container=Value`, comma separated, whitespace ignored, an empty value gives `{}`. Raises
+    ValueError naming the annotation and the bad entry: a missing `=`, a container name that is neither `*`
+    nor a DNS-1123 label, a value other than Always / Never / OnRestart, or a container named twice.
+    """
+    out: dict[str, MemoryLimitDecrease] = {}
+    accepted = ", ".join(member.value for member in MemoryLimitDecrease)
+    for raw in value.split(","):
+        entry = raw.strip()
+        if not entry:
+            continue
+        name, sep, policy = entry.partition("=")
+        name, policy = name.strip(), policy.strip()
+        if not sep:
+            raise ValueError(f"{MEMORY_LIMIT_DECREASE}: entry {entry!r} is not container=Value")
+        if name != ALL_CONTAINERS and (len(name) > 63 or not _DNS1123_LABEL_RE.match(name)):
+            raise ValueError(
+                f"{MEMORY_LIMIT_DECREASE}: {name!r} is not a container name (DNS-1123 label) or *"
+            )
+        if name in out:
+            raise ValueError(f"{MEMORY_LIMIT_DECREASE}: container {name!r} is named twice")
+        try:
+            out[name] = MemoryLimitDecrease(policy)
+        except ValueError:
+            raise ValueError(
+                f"{MEMORY_LIMIT_DECREASE}: unknown value {policy!r} for container {name!r} "
+                f"(expected one of {accepted})"
+            ) from None
+    return out
+
+
+def memory_limit_decrease_for(
+    policies: Mapping[str, MemoryLimitDecrease], container_name: str
+) -> MemoryLimitDecrease:
+    """The policy of one container: its own entry, else the `*` entry, else `Always`."""
+    found = policies.get(container_name) or policies.get(ALL_CONTAINERS)
+    return found if found is not None else MemoryLimitDecrease.ALWAYS
+
+
+def resize_guard_requested(vpa_annotations: Mapping[str, str]) -> bool:
+    """True when the VPA carries `vpa.dev/resize-guard: "true"` (exactly; any other value is off)."""
+    return vpa_annotations.get(RESIZE_GUARD) == "true"

@@ -13,6 +13,8 @@ Rules are upstream's, in upstream's order, with these decisions:
 - unknown `controlledValues` are rejected (upstream leaves it to the CRD enum; `VpaView` cannot hold them);
 - `controlledResources` other than cpu/memory are errors, or warnings when the same container policy of
   the old object already listed that value;
+- our own annotations (`vpa.dev/memory-limit-decrease`, `vpa.dev/resize-guard`) must parse; a bad value
+  is an `Invalid value` / `Unsupported value` error naming the annotation key;
 - wrong JSON types and unparsable quantities are `Invalid value` errors naming the field (upstream answers
   with an internal error); the function never raises.
 
@@ -27,6 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from vpa.model import annotations as ann
 from vpa.model.features import CPU_STARTUP_BOOST, IN_PLACE, PER_VPA_CONFIG, FeatureGates
 from vpa.model.quantity import Quantity, QuantityError
 from vpa.model.resources import CPU, MEMORY
@@ -316,6 +319,23 @@ class _Validator:
                 if entry.get("changeRequirement") is not None:
                     self._str(entry["changeRequirement"], f"{where}.changeRequirement")
 
+    def annotations(self, value: object) -> None:
+        """Our own VPA annotations: a value the updater could not read is rejected here, naming the key."""
+        if not isinstance(value, Mapping):
+            return
+        raw = value.get(ann.MEMORY_LIMIT_DECREASE)
+        field = f"metadata.annotations[{ann.MEMORY_LIMIT_DECREASE}]"
+        if raw is not None and (text := self._str(raw, field)) is not None:
+            try:
+                ann.parse_memory_limit_decrease(text)
+            except ValueError as err:
+                detail = str(err).removeprefix(f"{ann.MEMORY_LIMIT_DECREASE}: ")
+                self.errors.append(FieldError(INVALID, field, detail, text))
+        raw = value.get(ann.RESIZE_GUARD)
+        field = f"metadata.annotations[{ann.RESIZE_GUARD}]"
+        if raw is not None and (text := self._str(raw, field)) is not None and text not in ("true", "false"):
+            self.errors.append(FieldError(NOT_SUPPORTED, field, _supported(("false", "true")), text))
+
     def _gated_int(self, value: object, field: str) -> None:
         number = self._int(value, field)
         if number is None:
@@ -511,6 +531,7 @@ def validate_vpa(
     spec: Mapping[str, Any] | None = {} if raw_spec is None else validator._map(raw_spec, "spec")
     if spec is not None:
         validator.spec(spec, is_create)
+    validator.annotations(_get(obj, "metadata", "annotations"))
     if validator.errors:
         return VpaAdmission(errors=tuple(validator.errors), warnings=tuple(validator.warnings))
     patch: tuple[dict[str, Any], ...] = ()

@@ -15,7 +15,8 @@ Owns:
 - `resize_patch`: the JSON Patch for `pods/<name>/resize` (pod-level values too, when the decision carries
   them); `in_place_updated_patch`: the merge patch that sets `vpaInPlaceUpdated=true`.
 
-- the decision (`decide_in_place` → `PodDecision` with an `Action` and a `Reason`).
+- the decision (`decide_in_place` → `PodDecision` with an `Action` and a `Reason`), with a caller-supplied
+  `Hold` that removes changes not to be made in place now (`memorylimits`, the resize guard's backoff).
 
 Must not: plan across pods or order them (that is `vpa.logic.updater.plan`), call the API, read the clock, or
 log.
@@ -81,6 +82,10 @@ class Change(NamedTuple):
     request: int | None
     limit: int | None
     disruptive: bool
+
+
+Hold = Callable[[Sequence[Change]], tuple[list[Change], tuple[str, ...]]]
+"""Removes the changes that may not be made in place now; returns what is left and one note per hold."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -352,6 +357,8 @@ class Reason(enum.StrEnum):
     RESIZE_TIMED_OUT = "ResizeTimedOut"
     RESIZE_REJECTED = "ResizeRejected"
     QOS_CHANGE = "QoSClassWouldChange"
+    DECREASE_HELD = "DecreaseHeld"
+    """Every change left was a decrease that may not be made in place now (see `decide_in_place` rule 7)."""
 
 
 class PodDecision(NamedTuple):
@@ -435,6 +442,7 @@ def decide_in_place(
     settings: UpdaterSettings,
     now: float,
     pod_level: Callable[[Sequence[Change]], PodLevelPlan] | None = None,
+    hold: Hold | None = None,
 ) -> PodDecision:
     """The in-place verdict for one pod of an `InPlaceOrRecreate` or `InPlace` VPA.
 
@@ -459,6 +467,9 @@ def decide_in_place(
        changes go into the same resize; a pod that no values keep valid is skipped; when the cluster cannot
        resize such pods (`--in-place-pod-level-resources=false`), `InPlaceOrRecreate` evicts (Recreate
        rules permitting) and `InPlace` skips.
+    7. `hold` removes changes that may not be made in place now (memory-limit decreases a runtime would
+       answer with OOM kills, decreases held back after a revert); what it held is noted in the decision's
+       detail, and a pod left with nothing to change is skipped with `DecreaseHeld` (never evicted for it).
     """
     if pod.phase == PENDING:
         return skip(pod, Reason.POD_PENDING, priority)
@@ -489,11 +500,39 @@ def decide_in_place(
             return _evict_or_skip(pod, mode, Reason.RESIZE_REJECTED, priority, triggers, "")
 
     changes = compute_changes(pod, targets)
+    held: tuple[str, ...] = ()
+    if hold is not None and changes:
+        changes, held = hold(changes)
+    decision = _decide_changes(
+        pod, mode, targets, priority, quick_oom, triggers, group, changes, bool(held),
+        settings=settings, now=now, pod_level=pod_level,
+    )
+    if held:
+        decision = decision._replace(detail="; ".join(filter(None, (decision.detail, *held))))
+    return decision
+
+
+def _decide_changes(
+    pod: PodView,
+    mode: UpdateMode,
+    targets: Sequence[ContainerTarget],
+    priority: PodPriority,
+    quick_oom: bool,
+    triggers: Triggers,
+    group: ReplicaGroup,
+    changes: list[Change],
+    held: bool,
+    *,
+    settings: UpdaterSettings,
+    now: float,
+    pod_level: Callable[[Sequence[Change]], PodLevelPlan] | None,
+) -> PodDecision:
+    """Rules 4–6 of `decide_in_place` over the changes left after `hold`."""
     plan = pod_level(changes) if pod_level is not None else None
     if plan is not None and plan.problem:
         return skip(pod, Reason.POD_LEVEL_INVALID, priority, plan.problem)
     if not changes and not (plan is not None and plan.changes(pod)):
-        return skip(pod, Reason.SPEC_AT_TARGET, priority)
+        return skip(pod, Reason.DECREASE_HELD if held else Reason.SPEC_AT_TARGET, priority)
     free = [c for c in changes if not c.disruptive]
     disruptive = len(free) != len(changes)
     blocked: Reason | None = None

@@ -12,6 +12,9 @@ are weighed on the resources they set themselves, the pod-level stanza as one mo
 (`podlevel.pod_level_target`), and each in-place decision carries the pod-level values its changes need
 (`podlevel.planner`).
 
+Memory-limit decreases (`vpa.dev/memory-limit-decrease`, `memorylimits`) are held out of in-place resizes
+as the VPA's annotation says.
+
 `evictionRequirements` filter evictions only (Recreate evictions and `InPlaceOrRecreate` fallbacks), not
 in-place resizes: AEP-4016 and upstream's fix for issue #10181 (spec §4.5 describes the older code).
 
@@ -37,11 +40,12 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from vpa.logic.podlevel import PodLevelPlan
-from vpa.logic.updater import podlevel
+from vpa.logic.updater import memorylimits, podlevel
 from vpa.logic.updater.infeasible import InfeasibleAttempts
 from vpa.logic.updater.inplace import (
     Action,
     Change,
+    Hold,
     PodDecision,
     Reason,
     ResizeAttempt,
@@ -66,6 +70,7 @@ from vpa.logic.updater.priority import (
 from vpa.logic.updater.resizestatus import NOT_RESIZING, ResizeStatus, resize_status
 from vpa.logic.updater.restrictions import GroupKey, GroupProblem, ReplicaGroup, build_groups
 from vpa.model import annotations as ann
+from vpa.model.annotations import MemoryLimitDecrease
 from vpa.model.features import FeatureGates
 from vpa.model.pod import PodView
 from vpa.model.resources import Resources
@@ -239,6 +244,7 @@ def plan_vpa(
             continue
         candidates.append(_Candidate(pod, group, priority, targets, quick_oom, triggers, planner))
 
+    memory_policies, memory_problem = memorylimits.policies_of(vpa.annotations)
     candidates.sort(key=lambda c: c.key)
     resizes: list[PodDecision] = []
     evictions: list[_Candidate] = []
@@ -259,6 +265,7 @@ def plan_vpa(
                 settings=settings,
                 now=now,
                 pod_level=candidate.planner,
+                hold=_hold(pod, memory_policies, memory_problem),
             )
         else:
             reason = Reason(candidate.triggers.recreate.value)
@@ -288,6 +295,22 @@ def plan_vpa(
             blocked = Reason.BELOW_MIN_REPLICAS if group.below_min_replicas else Reason.DISRUPTION_BUDGET
             skipped.append(skip(pod, blocked, intent.priority, intent.reason.value))
     return VpaPlan(vpa, mode, None, tuple(resizes) + tuple(evicted), tuple(skipped))
+
+
+def _hold(
+    pod: PodView, memory_policies: Mapping[str, MemoryLimitDecrease], memory_problem: str
+) -> Hold | None:
+    """The changes a resize of `pod` may not make in place now (`inplace.decide_in_place` rule 7)."""
+    if not memory_policies:
+        return None
+
+    def hold(changes: Sequence[Change]) -> tuple[list[Change], tuple[str, ...]]:
+        kept, notes = memorylimits.hold_memory_limit_decreases(pod, changes, memory_policies)
+        if notes and memory_problem:
+            notes = (*notes, memory_problem)
+        return kept, notes
+
+    return hold
 
 
 def plan_all(

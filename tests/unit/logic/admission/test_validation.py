@@ -535,3 +535,32 @@ def test_auto_warning_and_supported_modes_read_as_upstream_writes_them() -> None
         "Use explicit update modes like: [InPlace InPlaceOrRecreate Initial Off Recreate]. See "
         "https://github.com/kubernetes/autoscaler/issues/8424 for more details."
     )
+
+
+def _annotated(annotations: dict[str, str]) -> JSON:
+    obj = vpa()
+    obj["metadata"]["annotations"] = annotations
+    return obj
+
+
+@pytest.mark.parametrize(
+    ("annotations", "expected"),
+    [
+        ({"vpa.dev/memory-limit-decrease": "app=Never,*=OnRestart", "vpa.dev/resize-guard": "true"}, []),
+        (
+            {"vpa.dev/memory-limit-decrease": "app=Sometimes"},
+            [
+                'metadata.annotations[vpa.dev/memory-limit-decrease]: Invalid value: "app=Sometimes": '
+                "unknown value 'Sometimes' for container 'app' (expected one of Always, Never, OnRestart)"
+            ],
+        ),
+        (
+            {"vpa.dev/resize-guard": "yes"},
+            ['metadata.annotations[vpa.dev/resize-guard]: Unsupported value: "yes": supported values: '
+             '"false", "true"'],
+        ),
+    ],
+)
+def test_own_annotations_must_parse(annotations: dict[str, str], expected: list[str]) -> None:
+    result = validate_vpa(_annotated(annotations), OFF)
+    assert [str(e) for e in result.errors] == expected
