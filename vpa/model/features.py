@@ -54,6 +54,7 @@ IN_PLACE: Final = "InPlace"
 NATIVE_SIDECAR: Final = "NativeSidecar"
 PER_VPA_CONFIG: Final = "PerVPAConfig"
 POD_LEVEL_RESOURCES: Final = "PodLevelResources"
+VPA_INITIAL_DELAY: Final = "VPAInitialDelay"
 
 GATES: Final[tuple[GateSpec, ...]] = (
     GateSpec(
@@ -136,6 +137,22 @@ GATES: Final[tuple[GateSpec, ...]] = (
             "container's limit above the pod-level limit); see docs/pod-level-resources.md. When off, such "
             "pods are admitted unchanged (with a `PodLevelResourcesUnchanged` event) and the updater skips "
             "them."
+        ),
+    ),
+    GateSpec(
+        name=VPA_INITIAL_DELAY,
+        default=False,
+        stage=Stage.ALPHA,
+        since="1.9",
+        components=("admission-controller", "recommender", "updater"),
+        effect=(
+            "AEP-9936 observation window: `spec.updatePolicy.initialDelaySeconds` (1 to 7776000) counted "
+            "from the VPA's creationTimestamp. Until it elapses the updater neither evicts nor resizes the "
+            "VPA's pods and the admission controller admits new pods unchanged (as `updateMode: Off`; a CPU "
+            "startup boost still applies); recommendations are still published, and the VPA carries the "
+            "condition `InitialDelayActive` (True / WindowActive, then False / WindowExpired). When off, the "
+            "admission controller rejects the field (unless the old object already had it) and the "
+            "components ignore it."
         ),
     ),
 )
@@ -227,6 +244,10 @@ class FeatureGates:
     @property
     def pod_level_resources(self) -> bool:
         return self.enabled(POD_LEVEL_RESOURCES)
+
+    @property
+    def vpa_initial_delay(self) -> bool:
+        return self.enabled(VPA_INITIAL_DELAY)
 
     def as_flag(self) -> str:
         """The explicit settings as a `--feature-gates` value, e.g. `InPlace=true,PerVPAConfig=true`."""

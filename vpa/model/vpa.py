@@ -109,6 +109,15 @@ class ConditionType(enum.StrEnum):
     CONFIG_UNSUPPORTED = "ConfigUnsupported"
 
 
+INITIAL_DELAY_ACTIVE_CONDITION: Final = "InitialDelayActive"
+"""AEP-9936: True while `initialDelaySeconds` has not elapsed since creation (reason `WindowActive`), False
+after (`WindowExpired`)."""
+CONFIG_INVALID_CONDITION: Final = "ConfigInvalid"
+"""AEP-9970: True while a per-container target percentile lies outside the recommender's bound
+percentiles; recommendations are still published, the updater leaves the VPA's pods alone."""
+RESIZE_REVERTED_CONDITION: Final = "ResizeReverted"
+"""Ours (gate `ResizeGuard`): the last resize that hurt a pod and was undone: pod, cause, values."""
+
 CAPPED_TO_NODE_CONDITION: Final = "CappedToNode"
 """Ours (`--cap-to-largest-node`): True while the published recommendation is capped to fit the largest
 schedulable node. Admission and the updater then never lift values above the published ones."""
@@ -153,6 +162,8 @@ class UpdatePolicy:
     min_replicas: int | None = None
     eviction_requirements: tuple[EvictionRequirement, ...] = ()
     evict_after_oom_s: int | None = None
+    initial_delay_s: int | None = None
+    """AEP-9936 `initialDelaySeconds` (gate `VPAInitialDelay`): no actuation until creation + this."""
 
     @property
     def effective_mode(self) -> UpdateMode:

@@ -22,6 +22,8 @@ from vpa.model.features import FeatureGateError, FeatureGates, GateSpec, Stage
         # Proposed upstream (AEP-8905 and AEP-7571 name these gates), implemented here ahead of upstream.
         ("NativeSidecar", Stage.ALPHA, False, "1.8", {"admission-controller", "recommender", "updater"}),
         ("PodLevelResources", Stage.ALPHA, False, "1.8", {"admission-controller", "updater"}),
+        # Open upstream proposals (AEP-9936), under the gate names they propose.
+        ("VPAInitialDelay", Stage.ALPHA, False, "1.9", {"admission-controller", "recommender", "updater"}),
         ("AllAlpha", Stage.ALPHA, False, "1.0", {"admission-controller", "recommender", "updater"}),
         ("AllBeta", Stage.BETA, False, "1.0", {"admission-controller", "recommender", "updater"}),
     ],
@@ -43,10 +45,17 @@ def test_gate_table_has_exactly_the_upstream_gates_and_the_proposed_ones() -> No
         "NativeSidecar",
         "PerVPAConfig",
         "PodLevelResources",
+        "VPAInitialDelay",
     }
 
 
-ALPHA_BUT_IN_PLACE = {"PerVPAConfig", "CPUStartupBoost", "NativeSidecar", "PodLevelResources"}
+ALPHA_BUT_IN_PLACE = {
+    "PerVPAConfig",
+    "CPUStartupBoost",
+    "NativeSidecar",
+    "PodLevelResources",
+    "VPAInitialDelay",
+}
 
 
 @pytest.mark.parametrize(
@@ -201,4 +210,5 @@ def test_help_lists_gates_like_component_base() -> None:
         "NativeSidecar=true|false (ALPHA - default=false)",
         "PerVPAConfig=true|false (ALPHA - default=false)",
         "PodLevelResources=true|false (ALPHA - default=false)",
+        "VPAInitialDelay=true|false (ALPHA - default=false)",
     ]

@@ -164,6 +164,7 @@ def _update_policy(raw: Mapping[str, Any]) -> UpdatePolicy:
         min_replicas=_int(raw.get("minReplicas"), "spec.updatePolicy.minReplicas"),
         eviction_requirements=tuple(requirements),
         evict_after_oom_s=_int(raw.get("evictAfterOOMSeconds"), "spec.updatePolicy.evictAfterOOMSeconds"),
+        initial_delay_s=_int(raw.get("initialDelaySeconds"), "spec.updatePolicy.initialDelaySeconds"),
     )
 
 

@@ -32,12 +32,14 @@ Must not: choose the VPA (that is `vpa.logic.matching`), compute recommendations
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from vpa.logic.capping import ContainerResources, container_resources_for_pod, proportional_limit
+from vpa.logic.initialdelay import in_initial_delay
 from vpa.logic.limitranges import NamespaceLimits
 from vpa.logic.podlevel import own_resources, plan_pod_level, pod_level_patch
 from vpa.model import annotations as ann
@@ -262,14 +264,21 @@ def pod_patch(
     vpa: VpaView,
     limits: NamespaceLimits,
     options: AdmissionOptions = AdmissionOptions(),
+    *,
+    now: float | None = None,
 ) -> list[Patch]:
     """The JSON patch for `pod` (being created) controlled by `vpa` (already chosen by `matching`).
 
     `shape` must describe the same raw pod (`pod_shape(raw)`); `limits` are the merged LimitRanges of the
     pod's namespace. The result ends with the `vpaObservedContainers` annotation; it is empty for a VPA
-    in mode `Off` unless gate `CPUStartupBoost` is on and the VPA configures a boost.
+    in mode `Off` unless gate `CPUStartupBoost` is on and the VPA configures a boost. With gate
+    `VPAInitialDelay` and `now` inside the VPA's `initialDelaySeconds` window, the VPA is treated as `Off`.
     """
     boost_on = options.gates.cpu_startup_boost
+    if now is not None and options.gates.vpa_initial_delay and in_initial_delay(vpa, now):
+        vpa = dataclasses.replace(
+            vpa, update_policy=dataclasses.replace(vpa.update_policy, update_mode=UpdateMode.OFF)
+        )
     if vpa.effective_mode is UpdateMode.OFF and not (boost_on and vpa.has_startup_boost()):
         return []  # nothing to apply (matching skips such VPAs anyway)
     if options.gates.native_sidecar:

@@ -7,8 +7,9 @@ the old object on UPDATE. It returns a `VpaAdmission`: field errors formatted as
 and the defaulting JSON patch (`add /spec/updatePolicy {"updateMode": "Recreate"}` when absent).
 
 Rules are upstream's, in upstream's order, with these decisions:
-- gated fields (`InPlace`, `PerVPAConfig` fields, `startupBoost`) are allowed when the gate is on **or** the
-  old object on UPDATE already used the feature (upstream's "feature allowed" options);
+- gated fields (`InPlace`, `PerVPAConfig` fields, `startupBoost`, AEP-9936's `initialDelaySeconds`) are
+  allowed when the gate is on **or** the old object on UPDATE already used the feature (upstream's
+  "feature allowed" options);
 - a CREATE without `spec.targetRef` is rejected (upstream's check is dead code, spec §11.9);
 - unknown `controlledValues` are rejected (upstream leaves it to the CRD enum; `VpaView` cannot hold them);
 - `controlledResources` other than cpu/memory are errors, or warnings when the same container policy of
@@ -29,8 +30,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from vpa.logic.initialdelay import MAX_INITIAL_DELAY_S
 from vpa.model import annotations as ann
-from vpa.model.features import CPU_STARTUP_BOOST, IN_PLACE, PER_VPA_CONFIG, FeatureGates
+from vpa.model.features import CPU_STARTUP_BOOST, IN_PLACE, PER_VPA_CONFIG, VPA_INITIAL_DELAY, FeatureGates
 from vpa.model.quantity import Quantity, QuantityError
 from vpa.model.resources import CPU, MEMORY
 
@@ -160,6 +162,9 @@ class _Validator:
         self.old = old
         self.allow_boost = gates.enabled(CPU_STARTUP_BOOST) or self._old_uses_boost()
         self.allow_per_vpa = gates.enabled(PER_VPA_CONFIG) or self._old_uses_per_vpa_config()
+        self.allow_initial_delay = gates.enabled(VPA_INITIAL_DELAY) or _present(
+            _get(old, "spec", "updatePolicy", "initialDelaySeconds")
+        )
         self.allow_in_place = (
             gates.enabled(IN_PLACE) or _get(old, "spec", "updatePolicy", "updateMode") == "InPlace"
         )
@@ -305,6 +310,8 @@ class _Validator:
                 )
         if policy.get("evictAfterOOMSeconds") is not None:
             self._gated_int(policy["evictAfterOOMSeconds"], f"{path}.evictAfterOOMSeconds")
+        if policy.get("initialDelaySeconds") is not None:
+            self._initial_delay(policy["initialDelaySeconds"], f"{path}.initialDelaySeconds")
         requirements = policy.get("evictionRequirements")
         if requirements is not None and (items := self._list(requirements, f"{path}.evictionRequirements")):
             for index, item in enumerate(items):
@@ -335,6 +342,22 @@ class _Validator:
         field = f"metadata.annotations[{ann.RESIZE_GUARD}]"
         if raw is not None and (text := self._str(raw, field)) is not None and text not in ("true", "false"):
             self.errors.append(FieldError(NOT_SUPPORTED, field, _supported(("false", "true")), text))
+
+    def _initial_delay(self, value: object, field: str) -> None:
+        """AEP-9936: gated by `VPAInitialDelay` (an old object that had it keeps it), 1 to 7776000."""
+        number = self._int(value, field)
+        if number is None:
+            return
+        if not self.allow_initial_delay:
+            self.errors.append(
+                FieldError(
+                    FORBIDDEN, field, f"not supported when feature flag {VPA_INITIAL_DELAY} is disabled"
+                )
+            )
+        elif not 1 <= number <= MAX_INITIAL_DELAY_S:
+            self.errors.append(
+                FieldError(INVALID, field, f"must be between 1 and {MAX_INITIAL_DELAY_S} seconds", number)
+            )
 
     def _gated_int(self, value: object, field: str) -> None:
         number = self._int(value, field)

@@ -332,6 +332,7 @@ class Reason(enum.StrEnum):
     # VPA level
     MODE_DOES_NOT_UPDATE = "UpdateModeDoesNotUpdate"
     IN_PLACE_GATE_OFF = "InPlaceFeatureGateOff"
+    INITIAL_DELAY_ACTIVE = "InitialDelayActive"
     NO_RECOMMENDATION = "NoRecommendation"
     # pod level, before any rule
     NO_CONTROLLER = GroupProblem.NO_CONTROLLER.value

@@ -1,7 +1,8 @@
 """One updater decision pass over a VPA and its pods: every pod gets a decision with a reason (spec §4.1–4.8).
 
 Owns: the per-VPA gate (`Off`/`Initial` → nothing; `InPlace` with the gate off → nothing, the VPA is skipped
-entirely — it never falls back to eviction; no recommendation → nothing), the per-pod pipeline (replica group,
+entirely — it never falls back to eviction; inside AEP-9936's `initialDelaySeconds` window with gate
+`VPAInitialDelay` → nothing; no recommendation → nothing), the per-pod pipeline (replica group,
 considered containers, priority, quick OOM, triggers), the order (`priority.sort_key`), and the two sweeps
 upstream's loop makes: in-place decisions first, in priority order, charging the disruption budget; then
 evictions in priority order, each checked against `evictionRequirements` and `can_evict` and charged.
@@ -39,6 +40,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from vpa.logic.initialdelay import in_initial_delay
 from vpa.logic.podlevel import PodLevelPlan
 from vpa.logic.updater import memorylimits, podlevel
 from vpa.logic.updater.infeasible import InfeasibleAttempts
@@ -173,6 +175,8 @@ def plan_vpa(
         return VpaPlan(vpa, mode, Reason.MODE_DOES_NOT_UPDATE)
     if mode is UpdateMode.IN_PLACE and not inputs.gates.in_place:
         return VpaPlan(vpa, mode, Reason.IN_PLACE_GATE_OFF)
+    if inputs.gates.vpa_initial_delay and in_initial_delay(vpa, inputs.now):
+        return VpaPlan(vpa, mode, Reason.INITIAL_DELAY_ACTIVE)
     shared: dict[str, RecommendedContainerResources] | None = None
     if recommendation_for is None:
         if vpa.recommendation is None or vpa.recommendation.is_empty():
