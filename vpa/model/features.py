@@ -120,8 +120,12 @@ GATES: Final[tuple[GateSpec, ...]] = (
         components=("admission-controller", "recommender", "updater"),
         effect=(
             "Honours per-VPA `oomBumpUpRatio`, `oomMinBumpUp`, `memoryAggregationIntervalSeconds` and "
-            "`memoryAggregationIntervalCount` (recommender) and `evictAfterOOMSeconds` (updater). When off, "
-            "the admission controller rejects these fields (unless the old object already had them)."
+            "`memoryAggregationIntervalCount` (recommender) and `evictAfterOOMSeconds` (updater), and "
+            "AEP-9970's `containerPolicies[].recommendationPercentiles: {cpu: {target: N}, memory: {target: "
+            "N}}` (N from 1 to 100): that container's target is read at its own percentile of the same "
+            "histogram; a target outside the recommender's bound percentiles sets the condition "
+            "`ConfigInvalid` and the updater leaves the VPA's pods alone. When off, the admission controller "
+            "rejects these fields (unless the old object already had them)."
         ),
     ),
     GateSpec(

@@ -201,6 +201,10 @@ class ContainerResourcePolicy:
     memory_aggregation_interval_s: int | None = None
     memory_aggregation_interval_count: int | None = None
     startup_boost: StartupBoost | None = None
+    target_cpu_percentile: int | None = None
+    """AEP-9970 `recommendationPercentiles.cpu.target` (1..100; gate `PerVPAConfig`)."""
+    target_memory_percentile: int | None = None
+    """AEP-9970 `recommendationPercentiles.memory.target` (1..100; gate `PerVPAConfig`)."""
 
     @property
     def effective_controlled_resources(self) -> tuple[str, ...]:

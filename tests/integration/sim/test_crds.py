@@ -173,6 +173,7 @@ def _obj(kind: str, body: dict[str, Any]) -> dict[str, Any]:
 # the only difference allowed against upstream's generated schema.
 AEP_FIELDS: list[tuple[str, ...]] = [
     ("spec", "updatePolicy", "initialDelaySeconds"),  # AEP-9936
+    ("spec", "resourcePolicy", "containerPolicies", "recommendationPercentiles"),  # AEP-9970
 ]
 
 
@@ -441,16 +442,29 @@ async def test_crd_files_are_installed_at_start_and_served(tmp_path: Path) -> No
             assert (await r.json())["status"] == {"ok": 2}
 
 
+TARGET = {"kind": "Deployment", "name": "web"}
+PERCENTILES = "spec.resourcePolicy.containerPolicies[0].recommendationPercentiles"
+
+
+def _percentiles(value: dict[str, Any]) -> dict[str, Any]:
+    return {"containerPolicies": [{"containerName": "app", "recommendationPercentiles": value}]}
+
+
 @pytest.mark.parametrize(
-    ("update_policy", "error"),
+    ("spec", "error"),
     [
-        ({"updateMode": "InPlace", "initialDelaySeconds": 3600}, None),
-        ({"updateMode": "InPlace", "initialDelaySeconds": 0}, "spec.updatePolicy.initialDelaySeconds"),
-        ({"updateMode": "InPlace", "initialDelaySeconds": 7776001}, "spec.updatePolicy.initialDelaySeconds"),
+        ({"updatePolicy": {"updateMode": "InPlace", "initialDelaySeconds": 3600}}, None),
+        ({"updatePolicy": {"updateMode": "InPlace", "initialDelaySeconds": 0}},
+         "spec.updatePolicy.initialDelaySeconds"),
+        ({"updatePolicy": {"updateMode": "InPlace", "initialDelaySeconds": 7776001}},
+         "spec.updatePolicy.initialDelaySeconds"),
+        ({"resourcePolicy": _percentiles({"cpu": {"target": 95}, "memory": {"target": 1}})}, None),
+        ({"resourcePolicy": _percentiles({"cpu": {"target": 101}})}, f"{PERCENTILES}.cpu.target"),
+        ({"resourcePolicy": _percentiles({"memory": {}})}, f"{PERCENTILES}.memory.target"),
     ],
 )
-def test_aep_fields_are_served_not_pruned(update_policy: dict[str, Any], error: str | None) -> None:
-    body = {"spec": {"targetRef": {"kind": "Deployment", "name": "web"}, "updatePolicy": update_policy}}
+def test_aep_fields_are_served_not_pruned(spec: dict[str, Any], error: str | None) -> None:
+    body = {"spec": {"targetRef": TARGET, **spec}}
     obj = _obj("VerticalPodAutoscaler", body)
     pruned: list[str] = []
     errors = validate_and_prune(_schema(_load(OWN), "VerticalPodAutoscaler"), obj, pruned)

@@ -229,7 +229,17 @@ def _container_policy(raw: Mapping[str, Any], where: str, fractional: list[str])
             raw.get("memoryAggregationIntervalCount"), f"{where}.memoryAggregationIntervalCount"
         ),
         startup_boost=_startup_boost(raw.get("startupBoost"), f"{where}.startupBoost", fractional),
+        target_cpu_percentile=_target_percentile(raw, where, CPU),
+        target_memory_percentile=_target_percentile(raw, where, MEMORY),
     )
+
+
+def _target_percentile(raw: Mapping[str, Any], where: str, resource: str) -> int | None:
+    """AEP-9970 `recommendationPercentiles.<resource>.target`, or None when absent."""
+    field = f"{where}.recommendationPercentiles"
+    percentiles = _map(raw.get("recommendationPercentiles"), field)
+    per_resource = _map(percentiles.get(resource), f"{field}.{resource}")
+    return _int(per_resource.get("target"), f"{field}.{resource}.target")
 
 
 def _startup_boost(value: object, field: str, fractional: list[str]) -> StartupBoost | None:

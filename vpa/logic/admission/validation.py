@@ -54,6 +54,7 @@ PER_VPA_CONFIG_FIELDS: Final = (
     "oomMinBumpUp",
     "memoryAggregationIntervalSeconds",
     "memoryAggregationIntervalCount",
+    "recommendationPercentiles",
 )
 
 AUTO_DEPRECATION_WARNING: Final = (
@@ -444,6 +445,36 @@ class _Validator:
                 self._gated_int(policy[field_name], f"{path}.{field_name}")
         if policy.get("startupBoost") is not None:
             self.startup_boost(policy["startupBoost"], f"{path}.startupBoost")
+        if policy.get("recommendationPercentiles") is not None:
+            self._percentiles(policy["recommendationPercentiles"], f"{path}.recommendationPercentiles")
+
+    def _percentiles(self, value: object, path: str) -> None:
+        """AEP-9970: gated by `PerVPAConfig` (kept when the old object had it); `target` required, 1..100.
+        The order against the recommender's bound percentiles is the recommender's check (`ConfigInvalid`)."""
+        if (percentiles := self._map(value, path)) is None:
+            return
+        if not self.allow_per_vpa:
+            self.errors.append(
+                FieldError(FORBIDDEN, path, f"not supported when feature flag {PER_VPA_CONFIG} is disabled")
+            )
+            return
+        for resource, raw in percentiles.items():
+            where = f"{path}.{resource}"
+            if resource not in CONTROLLED_RESOURCES:
+                self.errors.append(
+                    FieldError(NOT_SUPPORTED, path, _supported(CONTROLLED_RESOURCES), resource)
+                )
+                continue
+            if (entry := self._map(raw, where)) is None:
+                continue
+            if entry.get("target") is None:
+                self.errors.append(FieldError(REQUIRED, f"{where}.target"))
+                continue
+            target = self._int(entry["target"], f"{where}.target")
+            if target is not None and not 1 <= target <= 100:
+                self.errors.append(
+                    FieldError(INVALID, f"{where}.target", "must be between 1 and 100", target)
+                )
 
     def _per_vpa_quantities(self, policy: Mapping[str, Any], path: str) -> None:
         disabled = f"not supported when feature flag {PER_VPA_CONFIG} is disabled"

@@ -44,6 +44,10 @@ class ContainerAggregationSettings:
     memory_aggregation_interval_count: int = 8
     oom_bump_up_ratio: float = 1.2
     oom_min_bump_up_bytes: float = 100 * 1024 * 1024
+    target_cpu_percentile: float | None = None
+    """AEP-9970 (gate `PerVPAConfig`): the container's own CPU target percentile; None = the flag."""
+    target_memory_percentile: float | None = None
+    """AEP-9970: the container's own memory target percentile; None = the flag."""
 
     @property
     def memory_aggregation_window_s(self) -> float:

@@ -59,11 +59,18 @@ class PercentileEstimator:
 
     cpu_percentile: float
     memory_percentile: float
+    per_container: bool = False
+    """The target estimator: a container's own AEP-9970 percentile (on its aggregate's settings) wins."""
 
     def estimate(self, state: AggregateContainerState) -> Resources:
+        cpu, memory = self.cpu_percentile, self.memory_percentile
+        if self.per_container:
+            own = state.settings
+            cpu = cpu if own.target_cpu_percentile is None else own.target_cpu_percentile
+            memory = memory if own.target_memory_percentile is None else own.target_memory_percentile
         return Resources(
-            cpu_millicores=cpu_amount_from_cores(state.cpu.percentile(self.cpu_percentile)),
-            memory_bytes=amount_from_float(state.memory.percentile(self.memory_percentile)),
+            cpu_millicores=cpu_amount_from_cores(state.cpu.percentile(cpu)),
+            memory_bytes=amount_from_float(state.memory.percentile(memory)),
         )
 
 
@@ -188,7 +195,8 @@ class PercentilePodRecommender:
     def __init__(self, config: EstimatorConfig | None = None) -> None:
         self.config = config if config is not None else EstimatorConfig()
         c = self.config
-        target: ResourceEstimator = PercentileEstimator(c.target_cpu_percentile, c.target_memory_percentile)
+        target: ResourceEstimator = PercentileEstimator(c.target_cpu_percentile, c.target_memory_percentile,
+                                                        per_container=True)
         lower: ResourceEstimator = PercentileEstimator(c.lower_bound_cpu_percentile,
                                                        c.lower_bound_memory_percentile)
         upper: ResourceEstimator = PercentileEstimator(c.upper_bound_cpu_percentile,

@@ -2,7 +2,8 @@
 
 Owns: `RecommenderConfig` (aggregation, estimation and post-processing settings, mapped from the
 recommender flags and feature gates), `containers_to_recommend` (drop `mode: Off` containers and those
-without samples, memory only for those with an OOM but no CPU sample; apply the VPA's container policy),
+without samples, memory only for those with an OOM but no CPU sample; apply the VPA's container policy,
+with gate `PerVPAConfig` its AEP-9970 target percentiles too),
 `compute_recommendation` (estimate, format, integer CPU, capping — upstream's `UpdateVPAs` body minus the
 status write), and `RecommenderCore`, which bundles a `ClusterState` with a `PodRecommender` for the live
 loop and for `vpa replay`.
@@ -23,6 +24,7 @@ from vpa.logic.recommender.aggregation import (
 from vpa.logic.recommender.cluster import ClusterState
 from vpa.logic.recommender.estimation import EstimatorConfig, PercentilePodRecommender, PodRecommender
 from vpa.logic.recommender.moving_window import MovingWindowPodRecommender
+from vpa.logic.recommender.percentiles import NO_OVERRIDE, target_percentiles
 from vpa.logic.recommender.postprocessing import PostProcessingConfig, post_process
 from vpa.model.resources import MEMORY, Resources
 from vpa.model.settings import RecommenderSettings
@@ -96,6 +98,12 @@ def containers_to_recommend(states: Mapping[str, AggregateContainerState], polic
         if memory_only and state.memory.is_empty():
             continue
         state.update_from_policy(container_policy, config)
+        if config.per_vpa_config:
+            own = target_percentiles(policy, name)
+            if own != NO_OVERRIDE:
+                state.settings = replace(
+                    state.settings, target_cpu_percentile=own.cpu, target_memory_percentile=own.memory
+                )
         if memory_only:
             state.controlled_resources = tuple(r for r in state.controlled_resources if r == MEMORY)
             if not state.controlled_resources:

@@ -333,6 +333,7 @@ class Reason(enum.StrEnum):
     MODE_DOES_NOT_UPDATE = "UpdateModeDoesNotUpdate"
     IN_PLACE_GATE_OFF = "InPlaceFeatureGateOff"
     INITIAL_DELAY_ACTIVE = "InitialDelayActive"
+    CONFIG_INVALID = "ConfigInvalid"
     NO_RECOMMENDATION = "NoRecommendation"
     # pod level, before any rule
     NO_CONTROLLER = GroupProblem.NO_CONTROLLER.value

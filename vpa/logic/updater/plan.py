@@ -2,7 +2,9 @@
 
 Owns: the per-VPA gate (`Off`/`Initial` → nothing; `InPlace` with the gate off → nothing, the VPA is skipped
 entirely — it never falls back to eviction; inside AEP-9936's `initialDelaySeconds` window with gate
-`VPAInitialDelay` → nothing; no recommendation → nothing), the per-pod pipeline (replica group,
+`VPAInitialDelay` → nothing; condition `ConfigInvalid` True (AEP-9970: a per-container target percentile
+outside the recommender's bounds would resize pods out of range on every pass) → nothing; no recommendation
+→ nothing), the per-pod pipeline (replica group,
 considered containers, priority, quick OOM, triggers), the order (`priority.sort_key`), and the two sweeps
 upstream's loop makes: in-place decisions first, in priority order, charging the disruption budget; then
 evictions in priority order, each checked against `evictionRequirements` and `can_evict` and charged.
@@ -77,7 +79,13 @@ from vpa.model.features import FeatureGates
 from vpa.model.pod import PodView
 from vpa.model.resources import Resources
 from vpa.model.settings import UpdaterSettings
-from vpa.model.vpa import Recommendation, RecommendedContainerResources, UpdateMode, VpaView
+from vpa.model.vpa import (
+    CONFIG_INVALID_CONDITION,
+    Recommendation,
+    RecommendedContainerResources,
+    UpdateMode,
+    VpaView,
+)
 
 RecommendationFor = Callable[[PodView], Recommendation | None]
 PodLevelPlanner = Callable[[Sequence[Change]], PodLevelPlan]
@@ -177,6 +185,9 @@ def plan_vpa(
         return VpaPlan(vpa, mode, Reason.IN_PLACE_GATE_OFF)
     if inputs.gates.vpa_initial_delay and in_initial_delay(vpa, inputs.now):
         return VpaPlan(vpa, mode, Reason.INITIAL_DELAY_ACTIVE)
+    invalid = vpa.status.condition(CONFIG_INVALID_CONDITION)
+    if invalid is not None and invalid.is_true:
+        return VpaPlan(vpa, mode, Reason.CONFIG_INVALID)
     shared: dict[str, RecommendedContainerResources] | None = None
     if recommendation_for is None:
         if vpa.recommendation is None or vpa.recommendation.is_empty():
