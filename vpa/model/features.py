@@ -55,6 +55,7 @@ NATIVE_SIDECAR: Final = "NativeSidecar"
 PER_VPA_CONFIG: Final = "PerVPAConfig"
 POD_LEVEL_RESOURCES: Final = "PodLevelResources"
 VPA_INITIAL_DELAY: Final = "VPAInitialDelay"
+IN_PLACE_CAPACITY_AWARE: Final = "InPlaceCapacityAware"
 
 GATES: Final[tuple[GateSpec, ...]] = (
     GateSpec(
@@ -159,6 +160,20 @@ GATES: Final[tuple[GateSpec, ...]] = (
             "components ignore it."
         ),
     ),
+    GateSpec(
+        name=IN_PLACE_CAPACITY_AWARE,
+        default=False,
+        stage=Stage.ALPHA,
+        since="1.9",
+        components=("updater",),
+        effect=(
+            "AEP-9726: before an in-place resize the updater checks the node's allocatable CPU and memory "
+            "against the requests of the pods bound to it, and does not send a resize the kubelet would "
+            "answer Infeasible or Deferred (nor one a 1.36+ API server would refuse with 403 NodeCapacity). "
+            "It says so in an event `InPlaceResizeWouldNotFit` on the pod; `InPlace` pods wait, "
+            "`InPlaceOrRecreate` pods fall back to eviction when the Recreate rules allow it."
+        ),
+    ),
 )
 
 _BY_NAME: Final[dict[str, GateSpec]] = {gate.name: gate for gate in GATES}
@@ -252,6 +267,10 @@ class FeatureGates:
     @property
     def vpa_initial_delay(self) -> bool:
         return self.enabled(VPA_INITIAL_DELAY)
+
+    @property
+    def in_place_capacity_aware(self) -> bool:
+        return self.enabled(IN_PLACE_CAPACITY_AWARE)
 
     def as_flag(self) -> str:
         """The explicit settings as a `--feature-gates` value, e.g. `InPlace=true,PerVPAConfig=true`."""

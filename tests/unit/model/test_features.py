@@ -22,8 +22,9 @@ from vpa.model.features import FeatureGateError, FeatureGates, GateSpec, Stage
         # Proposed upstream (AEP-8905 and AEP-7571 name these gates), implemented here ahead of upstream.
         ("NativeSidecar", Stage.ALPHA, False, "1.8", {"admission-controller", "recommender", "updater"}),
         ("PodLevelResources", Stage.ALPHA, False, "1.8", {"admission-controller", "updater"}),
-        # Open upstream proposals (AEP-9936), under the gate names they propose.
+        # Open upstream proposals (AEP-9936, AEP-9726), under the gate names they propose.
         ("VPAInitialDelay", Stage.ALPHA, False, "1.9", {"admission-controller", "recommender", "updater"}),
+        ("InPlaceCapacityAware", Stage.ALPHA, False, "1.9", {"updater"}),
         ("AllAlpha", Stage.ALPHA, False, "1.0", {"admission-controller", "recommender", "updater"}),
         ("AllBeta", Stage.BETA, False, "1.0", {"admission-controller", "recommender", "updater"}),
     ],
@@ -46,6 +47,7 @@ def test_gate_table_has_exactly_the_upstream_gates_and_the_proposed_ones() -> No
         "PerVPAConfig",
         "PodLevelResources",
         "VPAInitialDelay",
+        "InPlaceCapacityAware",
     }
 
 
@@ -55,6 +57,7 @@ ALPHA_BUT_IN_PLACE = {
     "NativeSidecar",
     "PodLevelResources",
     "VPAInitialDelay",
+    "InPlaceCapacityAware",
 }
 
 
@@ -207,6 +210,7 @@ def test_help_lists_gates_like_component_base() -> None:
         "AllBeta=true|false (BETA - default=false)",
         "CPUStartupBoost=true|false (ALPHA - default=false)",
         "InPlace=true|false (ALPHA - default=false)",
+        "InPlaceCapacityAware=true|false (ALPHA - default=false)",
         "NativeSidecar=true|false (ALPHA - default=false)",
         "PerVPAConfig=true|false (ALPHA - default=false)",
         "PodLevelResources=true|false (ALPHA - default=false)",

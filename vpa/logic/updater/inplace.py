@@ -359,6 +359,8 @@ class Reason(enum.StrEnum):
     RESIZE_TIMED_OUT = "ResizeTimedOut"
     RESIZE_REJECTED = "ResizeRejected"
     QOS_CHANGE = "QoSClassWouldChange"
+    WOULD_NOT_FIT = "InPlaceResizeWouldNotFit"
+    """Gate `InPlaceCapacityAware`: the kubelet would answer the resize Infeasible or Deferred."""
     DECREASE_HELD = "DecreaseHeld"
     """Every change left was a decrease that may not be made in place now (see `decide_in_place` rule 7)."""
 
@@ -418,7 +420,7 @@ def skip(pod: PodView, reason: Reason, priority: PodPriority = NO_PRIORITY, deta
     return PodDecision(pod, Action.SKIP, reason, priority, detail=detail)
 
 
-def _evict_or_skip(
+def evict_or_skip(
     pod: PodView, mode: UpdateMode, reason: Reason, priority: PodPriority, triggers: Triggers, detail: str
 ) -> PodDecision:
     """An eviction fallback: only in modes that evict and only when the Recreate rules hold (AEP-4016)."""
@@ -496,10 +498,10 @@ def decide_in_place(
             if status.timed_out(attempt.patched_at if attempt is not None else None, now):
                 infeasible_now = status.state is ResizeState.INFEASIBLE
                 reason = Reason.RESIZE_INFEASIBLE if infeasible_now else Reason.RESIZE_TIMED_OUT
-                return _evict_or_skip(pod, mode, reason, priority, triggers, status.state.value)
+                return evict_or_skip(pod, mode, reason, priority, triggers, status.state.value)
             return skip(pod, Reason.RESIZE_IN_FLIGHT, priority, status.state.value)
         if attempt is not None and attempt.rejected and triggers.recreate.accepts:
-            return _evict_or_skip(pod, mode, Reason.RESIZE_REJECTED, priority, triggers, "")
+            return evict_or_skip(pod, mode, Reason.RESIZE_REJECTED, priority, triggers, "")
 
     changes = compute_changes(pod, targets)
     held: tuple[str, ...] = ()
@@ -589,7 +591,7 @@ def _with_pod_level(
     if plan is None or decision.action not in (Action.RESIZE, Action.RESIZE_PARTIAL):
         return decision
     if not settings.in_place_pod_level_resources:
-        return _evict_or_skip(decision.pod, mode, Reason.POD_LEVEL_RESIZE_UNSUPPORTED, decision.priority,
+        return evict_or_skip(decision.pod, mode, Reason.POD_LEVEL_RESIZE_UNSUPPORTED, decision.priority,
                               triggers, "the cluster does not resize pods with pod-level resources in place")
     if not plan.changes(decision.pod):
         return decision
@@ -621,7 +623,7 @@ def _resize(
     else:
         before, after = qos_before_and_after(pod, changes)
         if before != after:
-            return _evict_or_skip(pod, mode, Reason.QOS_CHANGE, priority, triggers, f"{before} → {after}")
+            return evict_or_skip(pod, mode, Reason.QOS_CHANGE, priority, triggers, f"{before} → {after}")
     if disruptive:
         if group.below_min_replicas:
             return Reason.BELOW_MIN_REPLICAS

@@ -16,7 +16,8 @@ are weighed on the resources they set themselves, the pod-level stanza as one mo
 (`podlevel.planner`).
 
 Memory-limit decreases (`vpa.dev/memory-limit-decrease`, `memorylimits`) are held out of in-place resizes
-as the VPA's annotation says.
+as the VPA's annotation says. With gate `InPlaceCapacityAware` and `PassInputs.node_rooms`, a resize the
+node's kubelet would answer Infeasible or Deferred is not planned (`capacity`, AEP-9726).
 
 `evictionRequirements` filter evictions only (Recreate evictions and `InPlaceOrRecreate` fallbacks), not
 in-place resizes: AEP-4016 and upstream's fix for issue #10181 (spec §4.5 describes the older code).
@@ -45,6 +46,7 @@ from types import MappingProxyType
 from vpa.logic.initialdelay import in_initial_delay
 from vpa.logic.podlevel import PodLevelPlan
 from vpa.logic.updater import memorylimits, podlevel
+from vpa.logic.updater.capacity import NodeRooms
 from vpa.logic.updater.infeasible import InfeasibleAttempts
 from vpa.logic.updater.inplace import (
     Action,
@@ -54,6 +56,7 @@ from vpa.logic.updater.inplace import (
     Reason,
     ResizeAttempt,
     decide_in_place,
+    evict_or_skip,
     skip,
 )
 from vpa.logic.updater.priority import (
@@ -107,6 +110,9 @@ class PassInputs:
     replicas: Mapping[GroupKey, int] = field(default_factory=lambda: MappingProxyType({}))
     attempts: Mapping[str, ResizeAttempt] = field(default_factory=lambda: MappingProxyType({}))
     infeasible: InfeasibleAttempts = field(default_factory=InfeasibleAttempts)
+    node_rooms: NodeRooms | None = None
+    """Gate `InPlaceCapacityAware`: nodes' allocatable and requested resources (charged as resizes are
+    planned); None = not checked."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,6 +288,7 @@ def plan_vpa(
                 pod_level=candidate.planner,
                 hold=_hold(pod, memory_policies, memory_problem),
             )
+            decision = _fit(decision, inputs, mode, candidate)
         else:
             reason = Reason(candidate.triggers.recreate.value)
             decision = PodDecision(pod, Action.EVICT, reason, candidate.priority)
@@ -310,6 +317,26 @@ def plan_vpa(
             blocked = Reason.BELOW_MIN_REPLICAS if group.below_min_replicas else Reason.DISRUPTION_BUDGET
             skipped.append(skip(pod, blocked, intent.priority, intent.reason.value))
     return VpaPlan(vpa, mode, None, tuple(resizes) + tuple(evicted), tuple(skipped))
+
+
+def _fit(decision: PodDecision, inputs: PassInputs, mode: UpdateMode, candidate: _Candidate) -> PodDecision:
+    """Gate `InPlaceCapacityAware` (AEP-9726): a resize the node cannot admit is not sent. `InPlace` waits;
+    `InPlaceOrRecreate` falls back to eviction when the Recreate rules allow it. A resize that fits is
+    charged to its node."""
+    rooms = inputs.node_rooms
+    if rooms is None or not inputs.gates.in_place_capacity_aware:
+        return decision
+    if decision.action not in (Action.RESIZE, Action.RESIZE_PARTIAL):
+        return decision
+    verdict = rooms.verdict(decision.pod, decision)
+    if verdict is None:
+        rooms.charge(decision.pod, decision)
+        return decision
+    answer, message = verdict
+    detail = f"the kubelet would answer {answer}: {message}"
+    return evict_or_skip(
+        decision.pod, mode, Reason.WOULD_NOT_FIT, decision.priority, candidate.triggers, detail
+    )
 
 
 def _hold(
