@@ -261,9 +261,16 @@ def render_feature_gates_markdown() -> str:
         "implemented here ahead of upstream without any new VPA field (docs/components.md,",
         "docs/pod-level-resources.md).",
         "",
+        "`VPAInitialDelay` (AEP-9936, `updatePolicy.initialDelaySeconds`) and `InPlaceCapacityAware`",
+        "(AEP-9726) are the gates of upstream proposals still open after 1.8, implemented ahead of upstream",
+        "with the API fields the proposals define, which our CRD serves; AEP-9970's",
+        "`recommendationPercentiles` rides on the existing `PerVPAConfig`, as the proposal says.",
+        "",
         "Behaviour of our own that goes beyond upstream is switched by flags of our own, not by gates (a",
         "gate name would clash with whatever upstream later names its own): `--cap-to-largest-node` (off),",
         "`--detect-hpa-conflicts`, `--recommend-on-oom` and `--in-place-on-recommendation` (on); see",
-        "docs/flags.md. None of them adds a field to the VPA objects.",
+        "docs/flags.md. None of them adds a field to the VPA objects. The one exception is `ResizeGuard`,",
+        "a gate because undoing resizes is a behaviour a cluster operator must opt into before any VPA",
+        "can (each VPA then opts in with the annotation `vpa.dev/resize-guard: \"true\"`); it adds no field.",
     ]
     return "\n".join(lines) + "\n"

@@ -58,6 +58,9 @@ See `MemoryLimitDecrease` and docs/memory-limit-decrease.md. Absent means `Alway
 RESIZE_GUARD: Final = "vpa.dev/resize-guard"
 """Ours (gate `ResizeGuard`): `"true"` opts the VPA into undoing resizes that hurt its pods."""
 
+RESIZE_GUARD_WINDOW: Final = "vpa.dev/resize-guard-window"
+"""Ours: how long after a resize a hurt pod is reverted, as a Go duration (`15m`); default 10 minutes."""
+
 # --- pod conditions and their reasons (KEP-1287) ----------------------------------------------
 
 POD_RESIZE_PENDING: Final = "PodResizePending"

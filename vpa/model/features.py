@@ -56,6 +56,7 @@ PER_VPA_CONFIG: Final = "PerVPAConfig"
 POD_LEVEL_RESOURCES: Final = "PodLevelResources"
 VPA_INITIAL_DELAY: Final = "VPAInitialDelay"
 IN_PLACE_CAPACITY_AWARE: Final = "InPlaceCapacityAware"
+RESIZE_GUARD: Final = "ResizeGuard"
 
 GATES: Final[tuple[GateSpec, ...]] = (
     GateSpec(
@@ -174,6 +175,22 @@ GATES: Final[tuple[GateSpec, ...]] = (
             "`InPlaceOrRecreate` pods fall back to eviction when the Recreate rules allow it."
         ),
     ),
+    GateSpec(
+        name=RESIZE_GUARD,
+        default=False,
+        stage=Stage.ALPHA,
+        since="1.9",
+        components=("updater",),
+        effect=(
+            "Ours, not an upstream proposal: a resize that hurts is undone. For VPAs annotated "
+            "`vpa.dev/resize-guard: \"true\"`, the updater watches each pod it resized in place for a guard "
+            "window (`vpa.dev/resize-guard-window`, default 10m); a pod OOM-killed, restarting or no longer "
+            "Ready in it is resized back to its values before the change (or the recommendation's upper "
+            "bound if higher), with a Warning event `ResizeReverted` whose message says revert, the VPA "
+            "condition `ResizeReverted` and the metric `vpa_updater_resize_reverts_total{cause}`; that "
+            "container's decreases are then held back for 1 h, doubling with each revert up to 24 h."
+        ),
+    ),
 )
 
 _BY_NAME: Final[dict[str, GateSpec]] = {gate.name: gate for gate in GATES}
@@ -271,6 +288,10 @@ class FeatureGates:
     @property
     def in_place_capacity_aware(self) -> bool:
         return self.enabled(IN_PLACE_CAPACITY_AWARE)
+
+    @property
+    def resize_guard(self) -> bool:
+        return self.enabled(RESIZE_GUARD)
 
     def as_flag(self) -> str:
         """The explicit settings as a `--feature-gates` value, e.g. `InPlace=true,PerVPAConfig=true`."""

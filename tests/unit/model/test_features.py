@@ -25,6 +25,8 @@ from vpa.model.features import FeatureGateError, FeatureGates, GateSpec, Stage
         # Open upstream proposals (AEP-9936, AEP-9726), under the gate names they propose.
         ("VPAInitialDelay", Stage.ALPHA, False, "1.9", {"admission-controller", "recommender", "updater"}),
         ("InPlaceCapacityAware", Stage.ALPHA, False, "1.9", {"updater"}),
+        # Ours (issue 46), named as a gate because the issue asks for one.
+        ("ResizeGuard", Stage.ALPHA, False, "1.9", {"updater"}),
         ("AllAlpha", Stage.ALPHA, False, "1.0", {"admission-controller", "recommender", "updater"}),
         ("AllBeta", Stage.BETA, False, "1.0", {"admission-controller", "recommender", "updater"}),
     ],
@@ -48,6 +50,7 @@ def test_gate_table_has_exactly_the_upstream_gates_and_the_proposed_ones() -> No
         "PodLevelResources",
         "VPAInitialDelay",
         "InPlaceCapacityAware",
+        "ResizeGuard",
     }
 
 
@@ -58,6 +61,7 @@ ALPHA_BUT_IN_PLACE = {
     "PodLevelResources",
     "VPAInitialDelay",
     "InPlaceCapacityAware",
+    "ResizeGuard",
 }
 
 
@@ -214,5 +218,6 @@ def test_help_lists_gates_like_component_base() -> None:
         "NativeSidecar=true|false (ALPHA - default=false)",
         "PerVPAConfig=true|false (ALPHA - default=false)",
         "PodLevelResources=true|false (ALPHA - default=false)",
+        "ResizeGuard=true|false (ALPHA - default=false)",
         "VPAInitialDelay=true|false (ALPHA - default=false)",
     ]

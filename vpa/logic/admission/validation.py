@@ -14,7 +14,8 @@ Rules are upstream's, in upstream's order, with these decisions:
 - unknown `controlledValues` are rejected (upstream leaves it to the CRD enum; `VpaView` cannot hold them);
 - `controlledResources` other than cpu/memory are errors, or warnings when the same container policy of
   the old object already listed that value;
-- our own annotations (`vpa.dev/memory-limit-decrease`, `vpa.dev/resize-guard`) must parse; a bad value
+- our own annotations (`vpa.dev/memory-limit-decrease`, `vpa.dev/resize-guard`, `…/resize-guard-window`)
+  must parse; a bad value
   is an `Invalid value` / `Unsupported value` error naming the annotation key;
 - wrong JSON types and unparsable quantities are `Invalid value` errors naming the field (upstream answers
   with an internal error); the function never raises.
@@ -32,6 +33,7 @@ from typing import Any, Final
 
 from vpa.logic.initialdelay import MAX_INITIAL_DELAY_S
 from vpa.model import annotations as ann
+from vpa.model.durations import DurationError, parse_go_duration_s
 from vpa.model.features import CPU_STARTUP_BOOST, IN_PLACE, PER_VPA_CONFIG, VPA_INITIAL_DELAY, FeatureGates
 from vpa.model.quantity import Quantity, QuantityError
 from vpa.model.resources import CPU, MEMORY
@@ -343,6 +345,16 @@ class _Validator:
         field = f"metadata.annotations[{ann.RESIZE_GUARD}]"
         if raw is not None and (text := self._str(raw, field)) is not None and text not in ("true", "false"):
             self.errors.append(FieldError(NOT_SUPPORTED, field, _supported(("false", "true")), text))
+        raw = value.get(ann.RESIZE_GUARD_WINDOW)
+        field = f"metadata.annotations[{ann.RESIZE_GUARD_WINDOW}]"
+        if raw is not None and (text := self._str(raw, field)) is not None:
+            try:
+                seconds = parse_go_duration_s(text)
+            except DurationError as err:
+                self.errors.append(FieldError(INVALID, field, str(err), text))
+            else:
+                if seconds <= 0:
+                    self.errors.append(FieldError(INVALID, field, "must be a positive duration", text))
 
     def _initial_delay(self, value: object, field: str) -> None:
         """AEP-9936: gated by `VPAInitialDelay` (an old object that had it keeps it), 1 to 7776000."""

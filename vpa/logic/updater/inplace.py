@@ -361,6 +361,8 @@ class Reason(enum.StrEnum):
     QOS_CHANGE = "QoSClassWouldChange"
     WOULD_NOT_FIT = "InPlaceResizeWouldNotFit"
     """Gate `InPlaceCapacityAware`: the kubelet would answer the resize Infeasible or Deferred."""
+    RESIZE_REVERTED = "ResizeReverted"
+    """Gate `ResizeGuard`: the resize back after an earlier resize hurt the pod (`guard`)."""
     DECREASE_HELD = "DecreaseHeld"
     """Every change left was a decrease that may not be made in place now (see `decide_in_place` rule 7)."""
 

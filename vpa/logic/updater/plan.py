@@ -17,7 +17,10 @@ are weighed on the resources they set themselves, the pod-level stanza as one mo
 
 Memory-limit decreases (`vpa.dev/memory-limit-decrease`, `memorylimits`) are held out of in-place resizes
 as the VPA's annotation says. With gate `InPlaceCapacityAware` and `PassInputs.node_rooms`, a resize the
-node's kubelet would answer Infeasible or Deferred is not planned (`capacity`, AEP-9726).
+node's kubelet would answer Infeasible or Deferred is not planned (`capacity`, AEP-9726). With gate
+`ResizeGuard` and a VPA annotated `vpa.dev/resize-guard: "true"`, decreases of containers whose earlier
+resize was reverted are held back until the revert's backoff ends (`guard`; the reverts themselves are the
+loop's, from `ResizeGuard.check`).
 
 `evictionRequirements` filter evictions only (Recreate evictions and `InPlaceOrRecreate` fallbacks), not
 in-place resizes: AEP-4016 and upstream's fix for issue #10181 (spec §4.5 describes the older code).
@@ -45,8 +48,9 @@ from types import MappingProxyType
 
 from vpa.logic.initialdelay import in_initial_delay
 from vpa.logic.podlevel import PodLevelPlan
-from vpa.logic.updater import memorylimits, podlevel
+from vpa.logic.updater import guard, memorylimits, podlevel
 from vpa.logic.updater.capacity import NodeRooms
+from vpa.logic.updater.guard import ResizeGuard
 from vpa.logic.updater.infeasible import InfeasibleAttempts
 from vpa.logic.updater.inplace import (
     Action,
@@ -111,6 +115,8 @@ class PassInputs:
     attempts: Mapping[str, ResizeAttempt] = field(default_factory=lambda: MappingProxyType({}))
     infeasible: InfeasibleAttempts = field(default_factory=InfeasibleAttempts)
     node_rooms: NodeRooms | None = None
+    guard: ResizeGuard | None = None
+    """Gate `ResizeGuard`: the loop's guard state; its revert backoffs hold decreases back."""
     """Gate `InPlaceCapacityAware`: nodes' allocatable and requested resources (charged as resizes are
     planned); None = not checked."""
 
@@ -286,7 +292,7 @@ def plan_vpa(
                 settings=settings,
                 now=now,
                 pod_level=candidate.planner,
-                hold=_hold(pod, memory_policies, memory_problem),
+                hold=_hold(pod, memory_policies, memory_problem, _held(inputs, vpa, pod)),
             )
             decision = _fit(decision, inputs, mode, candidate)
         else:
@@ -339,18 +345,34 @@ def _fit(decision: PodDecision, inputs: PassInputs, mode: UpdateMode, candidate:
     )
 
 
+def _held(inputs: PassInputs, vpa: VpaView, pod: PodView) -> Mapping[str, float]:
+    """Containers of `pod` whose decreases a revert's backoff holds back (gate `ResizeGuard`)."""
+    if inputs.guard is None or not guard_enabled(inputs.gates, vpa):
+        return {}
+    return inputs.guard.held(pod, inputs.now)
+
+
+def guard_enabled(gates: FeatureGates, vpa: VpaView) -> bool:
+    """Gate `ResizeGuard` on and the VPA annotated `vpa.dev/resize-guard: "true"`."""
+    return gates.resize_guard and ann.resize_guard_requested(vpa.annotations)
+
+
 def _hold(
-    pod: PodView, memory_policies: Mapping[str, MemoryLimitDecrease], memory_problem: str
+    pod: PodView,
+    memory_policies: Mapping[str, MemoryLimitDecrease],
+    memory_problem: str,
+    backed_off: Mapping[str, float],
 ) -> Hold | None:
     """The changes a resize of `pod` may not make in place now (`inplace.decide_in_place` rule 7)."""
-    if not memory_policies:
+    if not memory_policies and not backed_off:
         return None
 
     def hold(changes: Sequence[Change]) -> tuple[list[Change], tuple[str, ...]]:
         kept, notes = memorylimits.hold_memory_limit_decreases(pod, changes, memory_policies)
         if notes and memory_problem:
             notes = (*notes, memory_problem)
-        return kept, notes
+        kept, backoff_notes = guard.hold_backed_off_decreases(pod, kept, backed_off)
+        return kept, notes + backoff_notes
 
     return hold
 

@@ -546,7 +546,21 @@ def _annotated(annotations: dict[str, str]) -> JSON:
 @pytest.mark.parametrize(
     ("annotations", "expected"),
     [
-        ({"vpa.dev/memory-limit-decrease": "app=Never,*=OnRestart", "vpa.dev/resize-guard": "true"}, []),
+        (
+            {
+                "vpa.dev/memory-limit-decrease": "app=Never,*=OnRestart",
+                "vpa.dev/resize-guard": "true",
+                "vpa.dev/resize-guard-window": "15m",
+            },
+            [],
+        ),
+        (
+            {"vpa.dev/resize-guard-window": "0s"},
+            [
+                'metadata.annotations[vpa.dev/resize-guard-window]: Invalid value: "0s": '
+                "must be a positive duration"
+            ],
+        ),
         (
             {"vpa.dev/memory-limit-decrease": "app=Sometimes"},
             [

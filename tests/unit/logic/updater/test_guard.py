@@ -1,0 +1,205 @@
+"""The resize guard: what counts as hurt, the revert's values, the backoff, and the plan holding decreases."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+from tests.unit.logic.updater.test_support import KEY, NOW, ctr, pod, rec, vpa
+from vpa.logic.updater.guard import (
+    BACKOFF_BASE_S,
+    BACKOFF_MAX_S,
+    Backoff,
+    Cause,
+    ResizeGuard,
+    guard,
+    guard_window_s,
+    hurt,
+    revert_changes,
+)
+from vpa.logic.updater.inplace import Action, ContainerChange, PodDecision, Reason
+from vpa.logic.updater.plan import PassInputs, plan_vpa
+from vpa.model import annotations as ann
+from vpa.model.features import FeatureGates
+from vpa.model.pod import PodCondition, PodView
+from vpa.model.resources import Resources
+from vpa.model.vpa import Recommendation, RecommendedContainerResources
+
+MI = 2**20
+RESIZED_AT = NOW - 120
+# app: memory 512Mi / limit 1Gi, lowered to 256Mi / 512Mi.
+BEFORE = pod("web-1", [ctr("app", mem="512Mi", mem_limit="1Gi")])
+DOWN = PodDecision(
+    BEFORE,
+    Action.RESIZE,
+    Reason.SIGNIFICANT_CHANGE,
+    changes=(ContainerChange(0, "app", Resources(None, 256 * MI), Resources(None, 512 * MI), False),),
+)
+AFTER = pod("web-1", [ctr("app", mem="256Mi", mem_limit="512Mi")])
+
+
+def _ready(p: PodView, ready: bool) -> PodView:
+    others = tuple(c for c in p.conditions if c.type != "Ready")
+    return dataclasses.replace(p, conditions=(*others, PodCondition("Ready", "True" if ready else "False")))
+
+
+def _status(p: PodView, **changes: Any) -> PodView:
+    (status,) = p.container_statuses
+    return dataclasses.replace(p, container_statuses=(dataclasses.replace(status, **changes),))
+
+
+RECORD = guard(_ready(BEFORE, True), DOWN, "default/web", RESIZED_AT, 600)
+
+
+@pytest.mark.parametrize(
+    ("now_pod", "expected"),
+    [
+        (_ready(AFTER, True), None),
+        (
+            _status(
+                _ready(AFTER, True),
+                last_terminated_reason="OOMKilled",
+                last_terminated_at=RESIZED_AT + 30,
+                restart_count=1,
+            ),
+            (Cause.OOM_KILLED, "app"),
+        ),
+        # an OOM kill before the resize is not the resize's doing
+        (
+            _status(
+                _ready(AFTER, True), last_terminated_reason="OOMKilled", last_terminated_at=RESIZED_AT - 30
+            ),
+            None,
+        ),
+        (
+            _status(_ready(AFTER, True), state="terminated", state_reason="OOMKilled"),
+            (Cause.OOM_KILLED, "app"),
+        ),
+        (
+            _status(
+                _ready(AFTER, True),
+                restart_count=1,
+                last_terminated_reason="Error",
+                last_terminated_at=RESIZED_AT + 30,
+            ),
+            (Cause.RESTARTED, "app"),
+        ),
+        (_ready(AFTER, False), (Cause.NOT_READY, "")),
+    ],
+)
+def test_hurt(now_pod: PodView, expected: tuple[Cause, str] | None) -> None:
+    assert hurt(RECORD, now_pod) == expected
+
+
+def _rec(upper_memory: str) -> Recommendation:
+    amount = Resources.from_resource_list({"memory": upper_memory})
+    return Recommendation(
+        (RecommendedContainerResources("app", Resources(None, 256 * MI), upper_bound=amount),)
+    )
+
+
+@pytest.mark.parametrize(
+    ("recommendation", "memory_request", "memory_limit"),
+    [
+        (None, 512 * MI, 1024 * MI),  # back to the values before
+        (_rec("400Mi"), 512 * MI, 1024 * MI),  # the upper bound is lower: before wins
+        (_rec("1Gi"), 1024 * MI, 2048 * MI),  # the upper bound is higher: it wins, the limit in proportion
+    ],
+)
+def test_revert_values(recommendation: Recommendation | None, memory_request: int, memory_limit: int) -> None:
+    (change,) = revert_changes(RECORD, AFTER, recommendation)
+    assert (change.container, change.resource) == ("app", "memory")
+    assert (change.request, change.limit) == (memory_request, memory_limit)
+
+
+def test_window_annotation() -> None:
+    assert guard_window_s({}) == 600
+    assert guard_window_s({ann.RESIZE_GUARD_WINDOW: "15m"}) == 900
+    assert guard_window_s({ann.RESIZE_GUARD_WINDOW: "soon"}) == 600
+
+
+def test_backoff_doubles_to_a_day() -> None:
+    backoff = Backoff()
+    helds = [backoff.note(0.0) for _ in range(7)]
+    assert helds == [BACKOFF_BASE_S * f for f in (1, 2, 4, 8, 16)] + [BACKOFF_MAX_S, BACKOFF_MAX_S]
+
+
+def _oom(p: PodView, at: float) -> PodView:
+    return _status(
+        _ready(p, True), last_terminated_reason="OOMKilled", last_terminated_at=at, restart_count=1
+    )
+
+
+def test_check_reverts_once_and_backs_off() -> None:
+    state = ResizeGuard()
+    state.watch(_ready(BEFORE, True), DOWN, "default/web", RESIZED_AT, 600)
+    assert (
+        state.check({BEFORE.uid: _ready(AFTER, True)}, lambda _: None, NOW) == []
+    )  # not hurt: still watched
+    (revert,) = state.check({BEFORE.uid: _oom(AFTER, NOW - 10)}, lambda _: None, NOW)
+    assert revert.cause is Cause.OOM_KILLED
+    assert revert.decision.action is Action.RESIZE
+    assert revert.decision.reason is Reason.RESIZE_REVERTED
+    (change,) = revert.decision.changes
+    assert (change.requests, change.limits) == (Resources(None, 512 * MI), Resources(None, 1024 * MI))
+    assert revert.held_until == NOW + BACKOFF_BASE_S
+    message = revert.message()
+    assert "revert" in message
+    assert "pod default/web-1" in message
+    assert "container app was OOM-killed" in message
+    assert "app: requests memory=536870912, limits memory=1073741824" in message
+    # reverted once: no second revert for the same resize, and the revert itself is not guarded
+    assert state.check({BEFORE.uid: _oom(AFTER, NOW - 10)}, lambda _: None, NOW + 1) == []
+    state.watch(AFTER, revert.decision, "default/web", NOW, 600)
+    assert state.records == {}
+    assert state.held(AFTER, NOW + 60) == {"app": NOW + BACKOFF_BASE_S}
+    assert state.held(AFTER, NOW + BACKOFF_BASE_S) == {}
+    # the next revert of that container holds twice as long
+    state.watch(_ready(BEFORE, True), DOWN, "default/web", NOW + 2 * BACKOFF_BASE_S, 600)
+    (again,) = state.check(
+        {BEFORE.uid: _oom(AFTER, NOW + 2 * BACKOFF_BASE_S + 5)}, lambda _: None, NOW + 2 * BACKOFF_BASE_S + 10
+    )
+    assert again.held_until == NOW + 2 * BACKOFF_BASE_S + 10 + 2 * BACKOFF_BASE_S
+
+
+def test_check_forgets_after_the_window_and_when_the_pod_is_gone() -> None:
+    state = ResizeGuard()
+    state.watch(_ready(BEFORE, True), DOWN, "default/web", RESIZED_AT, 600)
+    assert state.check({BEFORE.uid: _ready(AFTER, True)}, lambda _: None, RESIZED_AT + 600) == []
+    assert state.records == {}
+    # an OOM after the window is not reverted
+    assert state.check({BEFORE.uid: _oom(AFTER, RESIZED_AT + 700)}, lambda _: None, RESIZED_AT + 710) == []
+    state.watch(_ready(BEFORE, True), DOWN, "default/web", RESIZED_AT, 600)
+    assert state.check({}, lambda _: None, NOW) == []
+    assert state.records == {}
+
+
+GATES = FeatureGates.parse("InPlace=true,ResizeGuard=true")
+
+
+@pytest.mark.parametrize(
+    ("gates", "annotated", "target_mem", "action", "reason"),
+    [
+        (GATES, True, "128Mi", Action.SKIP, Reason.DECREASE_HELD),  # decrease held by the backoff
+        (GATES, True, "1Gi", Action.RESIZE, Reason.SIGNIFICANT_CHANGE),  # an increase goes
+        (GATES, False, "128Mi", Action.RESIZE, Reason.SIGNIFICANT_CHANGE),  # not annotated: no hold
+        (FeatureGates.parse("InPlace=true"), True, "128Mi", Action.RESIZE, Reason.SIGNIFICANT_CHANGE),
+    ],
+)
+def test_plan_holds_decreases_during_the_backoff(
+    gates: FeatureGates, annotated: bool, target_mem: str, action: Action, reason: Reason
+) -> None:
+    state = ResizeGuard()
+    state.watch(_ready(BEFORE, True), DOWN, "default/web", RESIZED_AT, 600)
+    state.check({BEFORE.uid: _oom(AFTER, NOW - 10)}, lambda _: None, NOW - 5)
+    v = vpa("InPlace", [rec("app", mem=target_mem)])
+    if annotated:
+        v = dataclasses.replace(v, annotations={ann.RESIZE_GUARD: "true"})
+    pods = [_ready(AFTER, True), pod("web-2"), pod("web-3")]
+    plan = plan_vpa(v, pods, PassInputs(now=NOW, gates=gates, replicas={KEY: 3}, guard=state))
+    (decision,) = [d for d in plan.decisions if d.pod.name == "web-1"]
+    assert (decision.action, decision.reason) == (action, reason), decision.explain()
+    if reason is Reason.DECREASE_HELD:
+        assert "app: decreases held after a revert" in decision.detail

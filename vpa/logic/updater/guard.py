@@ -1,0 +1,346 @@
+"""The resize guard (gate `ResizeGuard`, per VPA `vpa.dev/resize-guard: "true"`): an in-place resize that
+hurts its pod is undone, and that container's decreases are held back for a while.
+
+Owns:
+- `GuardedResize`: what the loop remembers of one resize it made — when, the guard window's end, and per
+  changed container the requests and limits before the change and its restart count then, plus whether the
+  pod was Ready;
+- `hurt`: whether a guarded pod was hurt since the resize, and how (`Cause`): a container OOM-killed after it
+  (`OOMKilled`), a restart count that rose (`Restarted`), or a pod that was Ready and is not any more
+  (`NotReady`), checked in that order;
+- `revert_changes`: the resize back — each changed container's values before the change, or the
+  recommendation's upper bound when that is higher (the limit then kept in proportion, as admission would);
+- `Backoff`: per controller and container, the time until which decreases are held after a revert —
+  1 h, doubled by each further revert, at most 24 h;
+- `ResizeGuard`: the loop's state (guarded resizes by pod uid, backoffs), with `watch` (after a resize was
+  sent), `check` (each pass: reverts due, records past their window or whose pod is gone forgotten) and
+  `held` (the decreases a plan must not make now).
+
+Reverts are not guarded themselves, so a revert never triggers another; the backoff keeps VPA and workload
+from oscillating.
+
+Must not: call the API, read the clock (callers pass `now`), emit events or metrics, or read feature gates.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Final, NamedTuple
+
+from vpa.logic.updater.inplace import (
+    Action,
+    Change,
+    ContainerChange,
+    PodDecision,
+    Reason,
+    by_container,
+    proportional_limit,
+)
+from vpa.logic.updater.restrictions import GroupKey, group_key
+from vpa.model import annotations as ann
+from vpa.model.durations import DurationError, parse_go_duration_s
+from vpa.model.pod import PodView
+from vpa.model.resources import CPU, MEMORY, Resources
+from vpa.model.vpa import Recommendation
+
+DEFAULT_WINDOW_S: Final = 600.0
+BACKOFF_BASE_S: Final = 3600.0
+BACKOFF_MAX_S: Final = 24 * 3600.0
+OOM_KILLED_REASON: Final = "OOMKilled"
+_RESOURCES: Final = (CPU, MEMORY)
+
+
+class Cause(enum.StrEnum):
+    """Why a guarded pod counts as hurt (the `cause` label of the revert metric)."""
+
+    OOM_KILLED = "OOMKilled"
+    RESTARTED = "Restarted"
+    NOT_READY = "NotReady"
+
+
+class Before(NamedTuple):
+    """One changed container before the resize."""
+
+    requests: Resources
+    limits: Resources
+    restart_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class GuardedResize:
+    uid: str
+    namespace: str
+    pod_name: str
+    vpa_key: str
+    at: float
+    until: float
+    ready: bool
+    containers: Mapping[str, Before]
+    after: Mapping[str, tuple[Resources, Resources]]
+    """Per changed container, the requests and limits the resize set (only the values it changed)."""
+
+
+def guard_window_s(vpa_annotations: Mapping[str, str]) -> float:
+    """`vpa.dev/resize-guard-window` as a Go duration (`15m`), else 10 minutes; a bad or non-positive value
+    is the default (the webhook rejects it)."""
+    raw = vpa_annotations.get(ann.RESIZE_GUARD_WINDOW)
+    if raw is None:
+        return DEFAULT_WINDOW_S
+    try:
+        value = parse_go_duration_s(raw)
+    except DurationError:
+        return DEFAULT_WINDOW_S
+    return value if value > 0 else DEFAULT_WINDOW_S
+
+
+def _ready(pod: PodView) -> bool:
+    condition = pod.condition(ann.POD_READY)
+    return condition is not None and condition.is_true
+
+
+def guard(pod: PodView, decision: PodDecision, vpa_key: str, now: float, window_s: float) -> GuardedResize:
+    """The record of a resize of `pod` (as `decision` sent it) made at `now`."""
+    before: dict[str, Before] = {}
+    after: dict[str, tuple[Resources, Resources]] = {}
+    for change in decision.changes:
+        container = pod.containers[change.index]
+        status = pod.container_status(container.name)
+        before[container.name] = Before(
+            container.requests, container.limits, status.restart_count if status is not None else 0
+        )
+        after[container.name] = (change.requests, change.limits)
+    return GuardedResize(
+        pod.uid, pod.namespace, pod.name, vpa_key, now, now + window_s, _ready(pod), before, after
+    )
+
+
+def hurt(record: GuardedResize, pod: PodView) -> tuple[Cause, str] | None:
+    """(cause, which container) when the pod was hurt since the resize, else None."""
+    for name in record.containers:
+        status = pod.container_status(name)
+        if status is None:
+            continue
+        killed_now = status.state == "terminated" and status.state_reason == OOM_KILLED_REASON
+        killed_before = (
+            status.last_terminated_reason == OOM_KILLED_REASON
+            and status.last_terminated_at is not None
+            and status.last_terminated_at >= record.at
+        )
+        if killed_now or killed_before:
+            return Cause.OOM_KILLED, name
+    for name, before in record.containers.items():
+        status = pod.container_status(name)
+        if status is not None and status.restart_count > before.restart_count:
+            return Cause.RESTARTED, name
+    if record.ready and not _ready(pod):
+        return Cause.NOT_READY, ""
+    return None
+
+
+def _with(values: Resources, resource: str, value: int | None) -> Resources:
+    if value is None:
+        return values
+    return (
+        Resources(value, values.memory_bytes) if resource == CPU else Resources(values.cpu_millicores, value)
+    )
+
+
+def revert_changes(
+    record: GuardedResize, pod: PodView, recommendation: Recommendation | None
+) -> list[Change]:
+    """The changes that undo the resize: back to the values before it, or up to the recommendation's upper
+    bound where that is higher (the limit kept in proportion). Values the resize did not touch stay."""
+    changes: list[Change] = []
+    for index, container in enumerate(pod.containers):
+        before = record.containers.get(container.name)
+        if before is None:
+            continue
+        set_requests, set_limits = record.after[container.name]
+        rec = recommendation.for_container(container.name) if recommendation is not None else None
+        for resource in _RESOURCES:
+            if set_requests.get(resource) is None and set_limits.get(resource) is None:
+                continue
+            old_request, old_limit = before.requests.get(resource), before.limits.get(resource)
+            request = old_request
+            limit = old_limit
+            upper = rec.upper_bound.get(resource) if rec is not None else None
+            if upper is not None and old_request is not None and upper > old_request:
+                request = upper
+                scaled = proportional_limit(old_limit, old_request, upper)
+                limit = scaled if scaled is not None else old_limit
+            new_request = request if request != container.requests.get(resource) else None
+            new_limit = limit if limit is not None and limit != container.limits.get(resource) else None
+            if new_request is None and new_limit is None:
+                continue
+            changes.append(
+                Change(
+                    index,
+                    container.name,
+                    resource,
+                    new_request,
+                    new_limit,
+                    container.restarts_on_resize(resource),
+                )
+            )
+    return changes
+
+
+def describe(changes: Sequence[ContainerChange]) -> str:
+    """`app: requests cpu=500m memory=536870912, limits memory=1073741824` for messages."""
+    parts = []
+    for change in changes:
+        pieces = []
+        for label, values in (("requests", change.requests), ("limits", change.limits)):
+            items = [
+                f"{r}={values.get(r)}m" if r == CPU else f"{r}={values.get(r)}"
+                for r in _RESOURCES
+                if values.get(r) is not None
+            ]
+            if items:
+                pieces.append(f"{label} {' '.join(items)}")
+        parts.append(f"{change.name}: {', '.join(pieces)}")
+    return "; ".join(parts)
+
+
+def _stamp(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class BackoffKey(NamedTuple):
+    group: GroupKey
+    container: str
+
+
+@dataclass(slots=True)
+class Backoff:
+    reverts: int = 0
+    until: float = 0.0
+
+    def note(self, now: float) -> float:
+        """One more revert at `now`: decreases held for 1 h · 2^(reverts − 1), at most 24 h."""
+        self.reverts += 1
+        self.until = now + min(BACKOFF_MAX_S, BACKOFF_BASE_S * 2 ** min(self.reverts - 1, 16))
+        return self.until
+
+
+@dataclass(frozen=True, slots=True)
+class Revert:
+    """A revert due this pass: the decision that resizes the pod back, with its cause and the values."""
+
+    record: GuardedResize
+    decision: PodDecision
+    cause: Cause
+    container: str
+    values: str
+    held_until: float
+
+    def message(self) -> str:
+        """The Warning event's and the `ResizeReverted` condition's message (it says "revert")."""
+        hurt_how = {
+            Cause.OOM_KILLED: f"container {self.container} was OOM-killed",
+            Cause.RESTARTED: f"container {self.container} restarted",
+            Cause.NOT_READY: "the pod stopped being Ready",
+        }[self.cause]
+        return (
+            f"revert of the in-place resize of pod {self.record.namespace}/{self.record.pod_name}: "
+            f"{hurt_how} after it; resized back to {self.values}; decreases held until "
+            f"{_stamp(self.held_until)}"
+        )
+
+
+@dataclass(slots=True)
+class ResizeGuard:
+    """The loop's guard state: guarded resizes by pod uid, and decrease backoffs by controller + container."""
+
+    records: dict[str, GuardedResize] = field(default_factory=dict)
+    backoffs: dict[BackoffKey, Backoff] = field(default_factory=dict)
+
+    def watch(self, pod: PodView, decision: PodDecision, vpa_key: str, now: float, window_s: float) -> None:
+        """Guard a resize that was just sent (not a revert: reverts are never guarded)."""
+        if decision.reason is Reason.RESIZE_REVERTED or not decision.changes:
+            return
+        self.records[pod.uid] = guard(pod, decision, vpa_key, now, window_s)
+
+    def check(
+        self,
+        pods: Mapping[str, PodView],
+        recommendation_for: Callable[[GuardedResize], Recommendation | None],
+        now: float,
+    ) -> list[Revert]:
+        """Reverts due now. Records whose pod is gone or whose window ended are forgotten; a hurt pod's
+        record is replaced by its revert, and each changed container's backoff grows."""
+        reverts: list[Revert] = []
+        for uid, record in list(self.records.items()):
+            pod = pods.get(uid)
+            if pod is None or pod.deletion_timestamp is not None:
+                del self.records[uid]
+                continue
+            found = hurt(record, pod)
+            if found is None:
+                if now >= record.until:
+                    del self.records[uid]
+                continue
+            del self.records[uid]
+            cause, container = found
+            changes = revert_changes(record, pod, recommendation_for(record))
+            group = group_key(pod)
+            held_until = now
+            if group is not None:
+                for name in record.containers:
+                    backoff = self.backoffs.setdefault(BackoffKey(group, name), Backoff())
+                    held_until = max(held_until, backoff.note(now))
+            if not changes:
+                continue  # already back (someone else restored it): nothing to send, the backoff still holds
+            grouped = by_container(changes)
+            decision = PodDecision(
+                pod, Action.RESIZE, Reason.RESIZE_REVERTED, changes=grouped, detail=f"{cause.value}"
+            )
+            reverts.append(Revert(record, decision, cause, container, describe(grouped), held_until))
+        return reverts
+
+    def held(self, pod: PodView, now: float) -> dict[str, float]:
+        """Container → until when the pod's decreases are held back by a revert's backoff."""
+        group = group_key(pod)
+        if group is None:
+            return {}
+        out: dict[str, float] = {}
+        for container in pod.containers:
+            backoff = self.backoffs.get(BackoffKey(group, container.name))
+            if backoff is not None and backoff.until > now:
+                out[container.name] = backoff.until
+        return out
+
+    def forget_before(self, now: float) -> None:
+        """Drop backoffs that ended a day ago or more (the doubling starts over after a quiet day)."""
+        for key in [k for k, b in self.backoffs.items() if b.until + BACKOFF_MAX_S <= now]:
+            del self.backoffs[key]
+
+
+def hold_backed_off_decreases(
+    pod: PodView, changes: Sequence[Change], held: Mapping[str, float]
+) -> tuple[list[Change], tuple[str, ...]]:
+    """`changes` without the decreases of containers in a revert's backoff (a `Hold` for the plan)."""
+    if not held:
+        return list(changes), ()
+    kept: list[Change] = []
+    notes: dict[str, str] = {}
+    for change in changes:
+        if change.container not in held:
+            kept.append(change)
+            continue
+        container = pod.containers[change.container_index]
+        request, limit = change.request, change.limit
+        current_request = container.requests.get(change.resource)
+        current_limit = container.limits.get(change.resource)
+        if request is not None and current_request is not None and request < current_request:
+            request = None
+        if limit is not None and current_limit is not None and limit < current_limit:
+            limit = None
+        if (request, limit) != (change.request, change.limit):
+            notes[change.container] = f"{change.container}: decreases held after a revert"
+        if request is not None or limit is not None:
+            kept.append(change._replace(request=request, limit=limit))
+    return kept, tuple(notes.values())
