@@ -74,6 +74,7 @@ def node_from_dict(obj: Mapping[str, Any]) -> NodeView:
         cpu_millicores=_amount(resources, "cpu", where),
         memory_bytes=_amount(resources, "memory", where),
         schedulable=ready and not spec.get("unschedulable"),
+        labels={str(k): str(v) for k, v in _map(metadata.get("labels"), "metadata.labels").items()},
     )
 
 

@@ -57,6 +57,7 @@ POD_LEVEL_RESOURCES: Final = "PodLevelResources"
 VPA_INITIAL_DELAY: Final = "VPAInitialDelay"
 IN_PLACE_CAPACITY_AWARE: Final = "InPlaceCapacityAware"
 RESIZE_GUARD: Final = "ResizeGuard"
+DAEMONSET_SCOPE: Final = "DaemonSetScope"
 
 GATES: Final[tuple[GateSpec, ...]] = (
     GateSpec(
@@ -191,6 +192,22 @@ GATES: Final[tuple[GateSpec, ...]] = (
             "container's decreases are then held back for 1 h, doubling with each revert up to 24 h."
         ),
     ),
+    GateSpec(
+        name=DAEMONSET_SCOPE,
+        default=False,
+        stage=Stage.ALPHA,
+        since="1.9",
+        components=("admission-controller", "recommender", "updater"),
+        effect=(
+            "AEP-10031: a VPA targeting a DaemonSet with `spec.scope: <node label key>` gets one "
+            "recommendation per value of that label in `status.groups[]` (`{scopeValue, "
+            "containerRecommendations}`, targets only; `__absent__` for nodes without the label; "
+            "`status.recommendation` is left empty); the admission controller (reading a new pod's node "
+            "from its node affinity) and the updater apply each pod's group, and nothing where the group "
+            "has no recommendation yet. When off, the admission controller rejects `spec.scope` (unless the "
+            "old object already had it) and the components ignore it."
+        ),
+    ),
 )
 
 _BY_NAME: Final[dict[str, GateSpec]] = {gate.name: gate for gate in GATES}
@@ -292,6 +309,10 @@ class FeatureGates:
     @property
     def resize_guard(self) -> bool:
         return self.enabled(RESIZE_GUARD)
+
+    @property
+    def daemonset_scope(self) -> bool:
+        return self.enabled(DAEMONSET_SCOPE)
 
     def as_flag(self) -> str:
         """The explicit settings as a `--feature-gates` value, e.g. `InPlace=true,PerVPAConfig=true`."""

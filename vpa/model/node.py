@@ -1,6 +1,6 @@
 """Trimmed views of the cluster objects the VPA only looks at: Nodes and HorizontalPodAutoscalers.
 
-Owns: `NodeView` (a Node's name, allocatable CPU and memory, and whether new pods can land on it) and
+Owns: `NodeView` (a Node's name, allocatable CPU and memory, labels, and whether new pods can land on it) and
 `HpaView` (an autoscaling/v2 HPA's scale target and the resource metrics it scales on), both built at the
 edge by `vpa.kube.neighbourwatching`.
 
@@ -10,7 +10,8 @@ Must not: parse API dicts, decide anything (capping is `vpa.logic.recommender.no
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +23,8 @@ class NodeView:
     cpu_millicores: int | None
     memory_bytes: int | None
     schedulable: bool = True
+    labels: Mapping[str, str] = field(default_factory=dict)
+    """The node's labels (AEP-10031 groups DaemonSet pods by one of them)."""
 
 
 @dataclass(frozen=True, slots=True)

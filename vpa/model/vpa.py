@@ -292,10 +292,21 @@ class Condition:
 
 
 @dataclass(frozen=True, slots=True)
+class RecommendationGroup:
+    """AEP-10031 `status.groups[]`: the recommendation for the pods on nodes whose scope label has
+    `scope_value` (`__absent__` for nodes without the label). Targets only, as the AEP compacts them."""
+
+    scope_value: str
+    containers: tuple[RecommendedContainerResources, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class VpaStatus:
     recommendation: Recommendation | None = None
     conditions: tuple[Condition, ...] = ()
     observed_generation: int | None = None
+    groups: tuple[RecommendationGroup, ...] = ()
+    """AEP-10031 (gate `DaemonSetScope`): one recommendation per node-label value of a scoped DaemonSet."""
 
     def condition(self, condition_type: str) -> Condition | None:
         for condition in self.conditions:
@@ -334,6 +345,8 @@ class VpaView:
     deletion_timestamp: float | None = None
     update_policy_set: bool = False
     fractional_quantity_fields: tuple[str, ...] = ()
+    scope: str = ""
+    """AEP-10031 `spec.scope` (gate `DaemonSetScope`): a node label key; "" = unscoped."""
 
     @property
     def key(self) -> str:

@@ -169,11 +169,13 @@ def _obj(kind: str, body: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-# The fields of upstream's open proposals that our CRD serves ahead of upstream (the AEPs' API shapes). They are
-# the only difference allowed against upstream's generated schema.
+# The fields of upstream's open proposals that our CRD serves ahead of upstream (the AEPs' API shapes).
+# They are the only difference allowed against upstream's generated schema.
 AEP_FIELDS: list[tuple[str, ...]] = [
     ("spec", "updatePolicy", "initialDelaySeconds"),  # AEP-9936
     ("spec", "resourcePolicy", "containerPolicies", "recommendationPercentiles"),  # AEP-9970
+    ("spec", "scope"),  # AEP-10031
+    ("status", "groups"),  # AEP-10031
 ]
 
 
@@ -461,6 +463,7 @@ def _percentiles(value: dict[str, Any]) -> dict[str, Any]:
         ({"resourcePolicy": _percentiles({"cpu": {"target": 95}, "memory": {"target": 1}})}, None),
         ({"resourcePolicy": _percentiles({"cpu": {"target": 101}})}, f"{PERCENTILES}.cpu.target"),
         ({"resourcePolicy": _percentiles({"memory": {}})}, f"{PERCENTILES}.memory.target"),
+        ({"scope": "nvidia.com/gpu.present"}, None),
     ],
 )
 def test_aep_fields_are_served_not_pruned(spec: dict[str, Any], error: str | None) -> None:
@@ -471,3 +474,14 @@ def test_aep_fields_are_served_not_pruned(spec: dict[str, Any], error: str | Non
     assert pruned == []
     assert [f for f, _, _ in errors if f != "<nil>"] == ([] if error is None else [error])
     assert obj["spec"] == body["spec"]
+
+
+def test_status_groups_are_served_not_pruned() -> None:
+    falco = [{"containerName": "falco", "target": {"cpu": "500m"}}]
+    status = {"groups": [{"scopeValue": "true", "containerRecommendations": falco},
+                         {"scopeValue": "__absent__", "containerRecommendations": []}]}  # fmt: skip
+    obj = _obj("VerticalPodAutoscaler", {"spec": {"targetRef": TARGET}, "status": status})
+    pruned: list[str] = []
+    assert validate_and_prune(_schema(_load(OWN), "VerticalPodAutoscaler"), obj, pruned) == []
+    assert pruned == []
+    assert obj["status"] == status

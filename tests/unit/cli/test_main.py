@@ -40,7 +40,8 @@ BAD_INPUTS = {
         ["run", "--feature-gates=InPlace=true,Turbo=true"],
         'vpa run: invalid value "InPlace=true,Turbo=true" for flag --feature-gates: '
         "unrecognized feature gate: Turbo "
-        "(known gates: AllAlpha, AllBeta, CPUStartupBoost, InPlace, InPlaceCapacityAware, NativeSidecar, "
+        "(known gates: AllAlpha, AllBeta, CPUStartupBoost, DaemonSetScope, InPlace, InPlaceCapacityAware, "
+        "NativeSidecar, "
         "PerVPAConfig, PodLevelResources, ResizeGuard, VPAInitialDelay)",
     ),
     "bad-gate-value": (

@@ -27,6 +27,7 @@ from vpa.model.features import FeatureGateError, FeatureGates, GateSpec, Stage
         ("InPlaceCapacityAware", Stage.ALPHA, False, "1.9", {"updater"}),
         # Ours (issue 46), named as a gate because the issue asks for one.
         ("ResizeGuard", Stage.ALPHA, False, "1.9", {"updater"}),
+        ("DaemonSetScope", Stage.ALPHA, False, "1.9", {"admission-controller", "recommender", "updater"}),
         ("AllAlpha", Stage.ALPHA, False, "1.0", {"admission-controller", "recommender", "updater"}),
         ("AllBeta", Stage.BETA, False, "1.0", {"admission-controller", "recommender", "updater"}),
     ],
@@ -51,6 +52,7 @@ def test_gate_table_has_exactly_the_upstream_gates_and_the_proposed_ones() -> No
         "VPAInitialDelay",
         "InPlaceCapacityAware",
         "ResizeGuard",
+        "DaemonSetScope",
     }
 
 
@@ -62,6 +64,7 @@ ALPHA_BUT_IN_PLACE = {
     "VPAInitialDelay",
     "InPlaceCapacityAware",
     "ResizeGuard",
+    "DaemonSetScope",
 }
 
 
@@ -213,6 +216,7 @@ def test_help_lists_gates_like_component_base() -> None:
         "AllAlpha=true|false (ALPHA - default=false)",
         "AllBeta=true|false (BETA - default=false)",
         "CPUStartupBoost=true|false (ALPHA - default=false)",
+        "DaemonSetScope=true|false (ALPHA - default=false)",
         "InPlace=true|false (ALPHA - default=false)",
         "InPlaceCapacityAware=true|false (ALPHA - default=false)",
         "NativeSidecar=true|false (ALPHA - default=false)",

@@ -40,6 +40,7 @@ from vpa.model.vpa import (
     ControlledValues,
     EvictionRequirement,
     Recommendation,
+    RecommendationGroup,
     RecommendedContainerResources,
     ResourcePolicy,
     StartupBoost,
@@ -126,6 +127,7 @@ def vpa_from_dict(obj: Mapping[str, Any], *, require_target_ref: bool = True) ->
         deletion_timestamp=_time(metadata.get("deletionTimestamp"), "metadata.deletionTimestamp"),
         update_policy_set=raw_update_policy is not None,
         fractional_quantity_fields=tuple(fractional),
+        scope=_str(spec.get("scope"), "spec.scope"),
     )
 
 
@@ -277,25 +279,23 @@ def vpa_status_from_dict(value: object, field: str = "status") -> VpaStatus:
     raw_recommendation = raw.get("recommendation")
     if raw_recommendation is not None:
         rec_field = f"{field}.recommendation.containerRecommendations"
-        it = DEFAULT_INTERNER
-        containers: list[RecommendedContainerResources] = []
-        for index, entry in enumerate(
-            _list(
+        recommendation = Recommendation(
+            _container_recommendations(
                 _map(raw_recommendation, f"{field}.recommendation").get("containerRecommendations"), rec_field
             )
-        ):
-            where = f"{rec_field}[{index}]"
-            entry = _map(entry, where)
-            containers.append(
-                RecommendedContainerResources(
-                    container_name=sys.intern(_str(entry.get("containerName"), f"{where}.containerName")),
-                    target=_resources(entry.get("target"), f"{where}.target", it),
-                    lower_bound=_resources(entry.get("lowerBound"), f"{where}.lowerBound", it),
-                    upper_bound=_resources(entry.get("upperBound"), f"{where}.upperBound", it),
-                    uncapped_target=_resources(entry.get("uncappedTarget"), f"{where}.uncappedTarget", it),
-                )
+        )
+    groups: list[RecommendationGroup] = []
+    for index, entry in enumerate(_list(raw.get("groups"), f"{field}.groups")):
+        where = f"{field}.groups[{index}]"
+        entry = _map(entry, where)
+        groups.append(
+            RecommendationGroup(
+                scope_value=_str(entry.get("scopeValue"), f"{where}.scopeValue"),
+                containers=_container_recommendations(
+                    entry.get("containerRecommendations"), f"{where}.containerRecommendations"
+                ),
             )
-        recommendation = Recommendation(tuple(containers))
+        )
     conditions: list[Condition] = []
     for index, entry in enumerate(_list(raw.get("conditions"), f"{field}.conditions")):
         where = f"{field}.conditions[{index}]"
@@ -313,7 +313,26 @@ def vpa_status_from_dict(value: object, field: str = "status") -> VpaStatus:
         recommendation=recommendation,
         conditions=tuple(conditions),
         observed_generation=_int(raw.get("observedGeneration"), f"{field}.observedGeneration"),
+        groups=tuple(groups),
     )
+
+
+def _container_recommendations(value: object, field: str) -> tuple[RecommendedContainerResources, ...]:
+    it = DEFAULT_INTERNER
+    containers: list[RecommendedContainerResources] = []
+    for index, entry in enumerate(_list(value, field)):
+        where = f"{field}[{index}]"
+        entry = _map(entry, where)
+        containers.append(
+            RecommendedContainerResources(
+                container_name=sys.intern(_str(entry.get("containerName"), f"{where}.containerName")),
+                target=_resources(entry.get("target"), f"{where}.target", it),
+                lower_bound=_resources(entry.get("lowerBound"), f"{where}.lowerBound", it),
+                upper_bound=_resources(entry.get("upperBound"), f"{where}.upperBound", it),
+                uncapped_target=_resources(entry.get("uncappedTarget"), f"{where}.uncappedTarget", it),
+            )
+        )
+    return tuple(containers)
 
 
 # --- writers ----------------------------------------------------------------------------------------------
@@ -363,4 +382,9 @@ def vpa_status_to_dict(status: VpaStatus, *, explicit_nulls: bool = True) -> dic
     out["conditions"] = [condition_to_dict(condition) for condition in status.conditions]
     if status.observed_generation is not None:
         out["observedGeneration"] = status.observed_generation
+    if status.groups:
+        out["groups"] = [
+            {"scopeValue": group.scope_value, **recommendation_to_dict(Recommendation(group.containers))}
+            for group in status.groups
+        ]
     return out

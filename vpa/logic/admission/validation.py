@@ -34,7 +34,14 @@ from typing import Any, Final
 from vpa.logic.initialdelay import MAX_INITIAL_DELAY_S
 from vpa.model import annotations as ann
 from vpa.model.durations import DurationError, parse_go_duration_s
-from vpa.model.features import CPU_STARTUP_BOOST, IN_PLACE, PER_VPA_CONFIG, VPA_INITIAL_DELAY, FeatureGates
+from vpa.model.features import (
+    CPU_STARTUP_BOOST,
+    DAEMONSET_SCOPE,
+    IN_PLACE,
+    PER_VPA_CONFIG,
+    VPA_INITIAL_DELAY,
+    FeatureGates,
+)
 from vpa.model.quantity import Quantity, QuantityError
 from vpa.model.resources import CPU, MEMORY
 
@@ -168,6 +175,8 @@ class _Validator:
         self.allow_initial_delay = gates.enabled(VPA_INITIAL_DELAY) or _present(
             _get(old, "spec", "updatePolicy", "initialDelaySeconds")
         )
+        old_scope = _get(old, "spec", "scope")
+        self.allow_scope = gates.enabled(DAEMONSET_SCOPE) or (isinstance(old_scope, str) and old_scope != "")
         self.allow_in_place = (
             gates.enabled(IN_PLACE) or _get(old, "spec", "updatePolicy", "updateMode") == "InPlace"
         )
@@ -268,6 +277,8 @@ class _Validator:
             self.resource_policy(rp, "spec.resourcePolicy")
         if spec.get("startupBoost") is not None:
             self.startup_boost(spec["startupBoost"], "spec.startupBoost")
+        if spec.get("scope") is not None:
+            self._scope(spec["scope"], target)
         recommenders = spec.get("recommenders")
         if recommenders is not None and (items := self._list(recommenders, "spec.recommenders")) is not None:
             for index, item in enumerate(items):
@@ -328,6 +339,23 @@ class _Validator:
                         self._str(name, f"{where}.resources[{i}]")
                 if entry.get("changeRequirement") is not None:
                     self._str(entry["changeRequirement"], f"{where}.changeRequirement")
+
+    def _scope(self, value: object, target: object) -> None:
+        """AEP-10031: gated by `DaemonSetScope` (an old object that had it keeps it); only for a DaemonSet."""
+        if (scope := self._str(value, "spec.scope")) is None or scope == "":
+            return
+        if not self.allow_scope:
+            self.errors.append(
+                FieldError(
+                    FORBIDDEN, "spec.scope", f"not supported when feature flag {DAEMONSET_SCOPE} is disabled"
+                )
+            )
+            return
+        kind = target.get("kind") if isinstance(target, Mapping) else None
+        if kind != "DaemonSet":
+            self.errors.append(
+                FieldError(FORBIDDEN, "spec.scope", f"only a DaemonSet target can be scoped, not {kind}")
+            )
 
     def annotations(self, value: object) -> None:
         """Our own VPA annotations: a value the updater could not read is rejected here, naming the key."""

@@ -414,6 +414,24 @@ class ClusterState:
             target.merge(initial)
         return merged
 
+    def merged_states_by_label(
+        self, namespace: str, name: str, label: str, absent: str
+    ) -> dict[str, dict[str, AggregateContainerState]]:
+        """The VPA's live aggregates merged by container name within each value of pod label `label`
+        (`absent` for pods without it): AEP-10031's per-group states. Checkpointed state is not split by
+        group (the AEP's alpha limitation), so it does not take part."""
+        vpa = self._vpa(namespace, name)
+        groups: dict[str, dict[str, AggregateContainerState]] = {}
+        for key, aggregate in vpa.aggregates.items():
+            value = dict(key.labels).get(label, absent)
+            merged = groups.setdefault(value, {})
+            target = merged.get(key.container_name)
+            if target is None:
+                target = AggregateContainerState(self.config, aggregate.creation_time)
+                merged[key.container_name] = target
+            target.merge(aggregate)
+        return groups
+
     def checkpoint_states(self, namespace: str, name: str, now: float) -> dict[str, AggregateContainerState]:
         """What to checkpoint for each container name of the VPA: the merged state minus the current
         (unfinished) memory peak of every live container feeding it, so that a restore followed by new

@@ -28,7 +28,14 @@ from vpa.logic.recommender.percentiles import NO_OVERRIDE, target_percentiles
 from vpa.logic.recommender.postprocessing import PostProcessingConfig, post_process
 from vpa.model.resources import MEMORY, Resources
 from vpa.model.settings import RecommenderSettings
-from vpa.model.vpa import ContainerScalingMode, Recommendation, ResourcePolicy, VpaView
+from vpa.model.vpa import (
+    ContainerScalingMode,
+    Recommendation,
+    RecommendationGroup,
+    RecommendedContainerResources,
+    ResourcePolicy,
+    VpaView,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +125,26 @@ def compute_recommendation(vpa: VpaView, states: Mapping[str, AggregateContainer
     kept = containers_to_recommend(states, vpa.resource_policy, config.aggregation)
     raw = recommender.recommend(kept)
     return post_process(raw, vpa.resource_policy, vpa.annotations, config.post_processing)
+
+
+def compute_group_recommendations(
+    vpa: VpaView,
+    states_by_value: Mapping[str, Mapping[str, AggregateContainerState]],
+    recommender: PodRecommender,
+    config: RecommenderConfig,
+) -> tuple[RecommendationGroup, ...]:
+    """AEP-10031: one recommendation per scope value (sorted by value), each computed exactly as the
+    VPA's would be from that group's states, then compacted to targets only, as the AEP stores groups."""
+    groups: list[RecommendationGroup] = []
+    for value in sorted(states_by_value):
+        recommendation = compute_recommendation(vpa, states_by_value[value], recommender, config)
+        if recommendation.is_empty():
+            continue
+        targets = tuple(
+            RecommendedContainerResources(c.container_name, c.target) for c in recommendation.containers
+        )
+        groups.append(RecommendationGroup(value, targets))
+    return tuple(groups)
 
 
 class RecommenderCore:
