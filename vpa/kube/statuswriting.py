@@ -1,7 +1,8 @@
-"""The recommender's writes: VPA `status` and VerticalPodAutoscalerCheckpoint objects.
+"""VPA status writes (the recommender's; the updater's conditions) and VPA checkpoint objects.
 
 Owns: `VpaStatusWriter` (a JSON merge patch of the whole `status` on the `/status` subresource, with the
-explicit merge-patch content type; retried by the client like any idempotent call) and `CheckpointStore`
+explicit merge-patch content type; retried by the client like any idempotent call), `VpaConditionWriter`
+(the same for `status.conditions` alone: the updater's resize-guard condition) and `CheckpointStore`
 (listing checkpoints, all namespaces or one; writing one as upstream's `CreateOrUpdateVpaCheckpoint`
 does — replace `/status` with a JSON patch, create the object when it does not exist yet; deleting one).
 
@@ -11,13 +12,13 @@ checkpoint content (`vpa.kube.converting` and `vpa.logic.recommender.checkpointi
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from vpa.kube.client import ApiError, JsonObj, KubeClient, api_path
-from vpa.kube.converting import vpa_status_to_dict
+from vpa.kube.converting import condition_to_dict, vpa_status_to_dict
 from vpa.kube.paging import PagedList
-from vpa.model.vpa import VpaStatus
+from vpa.model.vpa import Condition, VpaStatus
 
 VPA_GROUP: Final = "autoscaling.k8s.io"
 VPA_VERSION: Final = "v1"
@@ -35,6 +36,21 @@ class VpaStatusWriter:
         await self._client.patch_custom_object(
             VPA_GROUP, VPA_VERSION, VPAS, namespace, name, {"status": vpa_status_to_dict(status)},
             subresource="status",
+        )
+
+
+class VpaConditionWriter:
+    """Writes only a VPA's `status.conditions` (a merge patch on `/status` that names no other field): the
+    updater's own conditions, without touching the recommendation the recommender writes. A merge patch
+    replaces the list, so the caller passes every condition it wants kept."""
+
+    def __init__(self, client: KubeClient) -> None:
+        self._client = client
+
+    async def write(self, namespace: str, name: str, conditions: Sequence[Condition]) -> None:
+        body = {"status": {"conditions": [condition_to_dict(c) for c in conditions]}}
+        await self._client.patch_custom_object(
+            VPA_GROUP, VPA_VERSION, VPAS, namespace, name, body, subresource="status"
         )
 
 

@@ -14,7 +14,8 @@ Owns:
   1 h, doubled by each further revert, at most 24 h;
 - `ResizeGuard`: the loop's state (guarded resizes by pod uid, backoffs), with `watch` (after a resize was
   sent), `check` (each pass: reverts due, records past their window or whose pod is gone forgotten) and
-  `held` (the decreases a plan must not make now).
+  `held` (the decreases a plan must not make now);
+- `with_reverted_condition`: the VPA's conditions with `ResizeReverted` naming pod, cause and values.
 
 Reverts are not guarded themselves, so a revert never triggers another; the backoff keeps VPA and workload
 from oscillating.
@@ -44,7 +45,7 @@ from vpa.model import annotations as ann
 from vpa.model.durations import DurationError, parse_go_duration_s
 from vpa.model.pod import PodView
 from vpa.model.resources import CPU, MEMORY, Resources
-from vpa.model.vpa import Recommendation
+from vpa.model.vpa import RESIZE_REVERTED_CONDITION, Condition, Recommendation
 
 DEFAULT_WINDOW_S: Final = 600.0
 BACKOFF_BASE_S: Final = 3600.0
@@ -344,3 +345,18 @@ def hold_backed_off_decreases(
         if request is not None or limit is not None:
             kept.append(change._replace(request=request, limit=limit))
     return kept, tuple(notes.values())
+
+
+def with_reverted_condition(
+    conditions: Sequence[Condition], revert: Revert, now: float
+) -> tuple[Condition, ...]:
+    """The VPA's conditions with `ResizeReverted` set True for `revert` (reason: the cause; message: pod,
+    cause and values), sorted by type; the others unchanged. The transition time is kept when it was
+    True already, as upstream's `Conditions.Set` keeps it."""
+    current = {c.type: c for c in conditions}
+    old = current.get(RESIZE_REVERTED_CONDITION)
+    since = old.last_transition_time if old is not None and old.is_true else float(int(now))
+    current[RESIZE_REVERTED_CONDITION] = Condition(
+        RESIZE_REVERTED_CONDITION, "True", since, revert.cause.value, revert.message()
+    )
+    return tuple(current[key] for key in sorted(current))

@@ -18,6 +18,7 @@ from vpa.logic.updater.guard import (
     guard_window_s,
     hurt,
     revert_changes,
+    with_reverted_condition,
 )
 from vpa.logic.updater.inplace import Action, ContainerChange, PodDecision, Reason
 from vpa.logic.updater.plan import PassInputs, plan_vpa
@@ -25,7 +26,7 @@ from vpa.model import annotations as ann
 from vpa.model.features import FeatureGates
 from vpa.model.pod import PodCondition, PodView
 from vpa.model.resources import Resources
-from vpa.model.vpa import Recommendation, RecommendedContainerResources
+from vpa.model.vpa import Condition, Recommendation, RecommendedContainerResources
 
 MI = 2**20
 RESIZED_AT = NOW - 120
@@ -203,3 +204,18 @@ def test_plan_holds_decreases_during_the_backoff(
     assert (decision.action, decision.reason) == (action, reason), decision.explain()
     if reason is Reason.DECREASE_HELD:
         assert "app: decreases held after a revert" in decision.detail
+
+
+def test_reverted_condition_names_pod_cause_and_values() -> None:
+    state = ResizeGuard()
+    state.watch(_ready(BEFORE, True), DOWN, "default/web", RESIZED_AT, 600)
+    (revert,) = state.check({BEFORE.uid: _oom(AFTER, NOW - 10)}, lambda _: None, NOW)
+    kept = Condition("RecommendationProvided", "True", 1.0)
+    conditions = with_reverted_condition((kept,), revert, NOW)
+    assert [c.type for c in conditions] == ["RecommendationProvided", "ResizeReverted"]
+    reverted = conditions[1]
+    assert (reverted.status, reverted.reason, reverted.last_transition_time) == ("True", "OOMKilled", NOW)
+    assert reverted.message == revert.message()
+    # a second revert keeps the transition time, updates the message
+    again = with_reverted_condition(conditions, revert, NOW + 60)
+    assert again[1].last_transition_time == NOW
