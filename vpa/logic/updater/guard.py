@@ -25,6 +25,7 @@ Must not: call the API, read the clock (callers pass `now`), emit events or metr
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -260,10 +261,20 @@ class ResizeGuard:
     backoffs: dict[BackoffKey, Backoff] = field(default_factory=dict)
 
     def watch(self, pod: PodView, decision: PodDecision, vpa_key: str, now: float, window_s: float) -> None:
-        """Guard a resize that was just sent (not a revert: reverts are never guarded)."""
+        """Guard a resize that was just sent (not a revert: reverts are never guarded). A pod resized again
+        while still guarded keeps the first resize's start, readiness and values before it: a hurt seen
+        after either resize undoes both (the VPA's own reaction to an OOM is often the second one)."""
         if decision.reason is Reason.RESIZE_REVERTED or not decision.changes:
             return
-        self.records[pod.uid] = guard(pod, decision, vpa_key, now, window_s)
+        record = guard(pod, decision, vpa_key, now, window_s)
+        earlier = self.records.get(pod.uid)
+        if earlier is not None and now < earlier.until:
+            before = {**record.containers, **earlier.containers}
+            after = {**earlier.after, **record.after}
+            record = dataclasses.replace(
+                record, at=earlier.at, ready=earlier.ready, containers=before, after=after
+            )
+        self.records[pod.uid] = record
 
     def check(
         self,

@@ -219,3 +219,22 @@ def test_reverted_condition_names_pod_cause_and_values() -> None:
     # a second revert keeps the transition time, updates the message
     again = with_reverted_condition(conditions, revert, NOW + 60)
     assert again[1].last_transition_time == NOW
+
+
+def test_a_second_resize_while_guarded_keeps_the_first_ones_values_and_start() -> None:
+    # Lowered to 256Mi / 512Mi, OOM-killed, then raised by the VPA's own reaction to 400Mi / 800Mi: the
+    # guard still sees the OOM (after the first resize) and goes back to the values before the first one.
+    state = ResizeGuard()
+    state.watch(_ready(BEFORE, True), DOWN, "default/web", RESIZED_AT, 600)
+    up = PodDecision(
+        AFTER,
+        Action.RESIZE,
+        Reason.OUTSIDE_RANGE,
+        changes=(ContainerChange(0, "app", Resources(None, 400 * MI), Resources(None, 800 * MI), False),),
+    )
+    state.watch(_oom(AFTER, RESIZED_AT + 30), up, "default/web", RESIZED_AT + 40, 600)
+    raised = _oom(pod("web-1", [ctr("app", mem="400Mi", mem_limit="800Mi")]), RESIZED_AT + 30)
+    (revert,) = state.check({BEFORE.uid: raised}, lambda _: None, RESIZED_AT + 60)
+    assert revert.cause is Cause.OOM_KILLED
+    (change,) = revert.decision.changes
+    assert (change.requests, change.limits) == (Resources(None, 512 * MI), Resources(None, 1024 * MI))
