@@ -9,7 +9,8 @@ Owns:
   (`OOMKilled`), a restart count that rose (`Restarted`), or a pod that was Ready and is not any more
   (`NotReady`), checked in that order;
 - `revert_changes`: the resize back — each changed container's values before the change, or the
-  recommendation's upper bound when that is higher (the limit then kept in proportion, as admission would);
+  recommendation's upper bound when that is higher (the limit then kept in proportion, as admission would),
+  the upper bound capped at the node's allocatable when known;
 - `Backoff`: per controller and container, the time until which decreases are held after a revert —
   1 h, doubled by each further revert, at most 24 h;
 - `ResizeGuard`: the loop's state (guarded resizes by pod uid, backoffs), with `watch` (after a resize was
@@ -151,10 +152,16 @@ def _with(values: Resources, resource: str, value: int | None) -> Resources:
 
 
 def revert_changes(
-    record: GuardedResize, pod: PodView, recommendation: Recommendation | None
+    record: GuardedResize,
+    pod: PodView,
+    recommendation: Recommendation | None,
+    ceiling: Resources | None = None,
 ) -> list[Change]:
     """The changes that undo the resize: back to the values before it, or up to the recommendation's upper
-    bound where that is higher (the limit kept in proportion). Values the resize did not touch stay."""
+    bound where that is higher (the limit kept in proportion). Values the resize did not touch stay.
+
+    `ceiling` (the node's allocatable, when known) caps the upper bound: with little history the upper
+    bound can be many times the node, and a revert the kubelet answers Infeasible undoes nothing."""
     changes: list[Change] = []
     for index, container in enumerate(pod.containers):
         before = record.containers.get(container.name)
@@ -169,6 +176,9 @@ def revert_changes(
             request = old_request
             limit = old_limit
             upper = rec.upper_bound.get(resource) if rec is not None else None
+            cap = ceiling.get(resource) if ceiling is not None else None
+            if upper is not None and cap is not None:
+                upper = min(upper, cap)
             if upper is not None and old_request is not None and upper > old_request:
                 request = upper
                 scaled = proportional_limit(old_limit, old_request, upper)
@@ -281,6 +291,7 @@ class ResizeGuard:
         pods: Mapping[str, PodView],
         recommendation_for: Callable[[GuardedResize], Recommendation | None],
         now: float,
+        ceiling_for: Callable[[PodView], Resources | None] | None = None,
     ) -> list[Revert]:
         """Reverts due now. Records whose pod is gone or whose window ended are forgotten; a hurt pod's
         record is replaced by its revert, and each changed container's backoff grows."""
@@ -297,7 +308,8 @@ class ResizeGuard:
                 continue
             del self.records[uid]
             cause, container = found
-            changes = revert_changes(record, pod, recommendation_for(record))
+            ceiling = ceiling_for(pod) if ceiling_for is not None else None
+            changes = revert_changes(record, pod, recommendation_for(record), ceiling)
             group = group_key(pod)
             held_until = now
             if group is not None:

@@ -107,10 +107,11 @@ def _rec(upper_memory: str) -> Recommendation:
         (None, 512 * MI, 1024 * MI),  # back to the values before
         (_rec("400Mi"), 512 * MI, 1024 * MI),  # the upper bound is lower: before wins
         (_rec("1Gi"), 1024 * MI, 2048 * MI),  # the upper bound is higher: it wins, the limit in proportion
+        (_rec("64Gi"), 4096 * MI, 8192 * MI),  # ... capped at the node's allocatable (4Gi here)
     ],
 )
 def test_revert_values(recommendation: Recommendation | None, memory_request: int, memory_limit: int) -> None:
-    (change,) = revert_changes(RECORD, AFTER, recommendation)
+    (change,) = revert_changes(RECORD, AFTER, recommendation, Resources(4000, 4096 * MI))
     assert (change.container, change.resource) == ("app", "memory")
     assert (change.request, change.limit) == (memory_request, memory_limit)
 
