@@ -1,5 +1,6 @@
-"""The VPA conditions the recommender sets after a loop (upstream's, and our own `CappedToNode`,
-`ConflictingVPA`, `ConflictingHPA`), and which hosted recommender owns a VPA.
+"""The VPA conditions the recommender sets after a loop (upstream's, the proposals' `ConfigInvalid` and
+`InitialDelayActive`, and our own `CappedToNode`, `ConflictingVPA`, `ConflictingHPA`), and which hosted
+recommender owns a VPA.
 
 Must not: do I/O, log, or read the clock (`now` is passed in).
 """
@@ -10,9 +11,12 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Final
 
+from vpa.logic.initialdelay import initial_delay_condition
 from vpa.model.vpa import (
     CAPPED_TO_NODE_CONDITION,
+    CONFIG_INVALID_CONDITION,
     DEFAULT_RECOMMENDER_NAME,
+    INITIAL_DELAY_ACTIVE_CONDITION,
     Condition,
     ConditionType,
     VpaView,
@@ -28,6 +32,9 @@ CONFLICTING_VPA: Final = "ConflictingVPA"
 CONFLICTING_VPA_REASON: Final = "ConflictingVPA"
 CONFLICTING_HPA: Final = "ConflictingHPA"
 CONFLICTING_HPA_REASON: Final = "ConflictingHPA"
+# AEP-9970 (gate PerVPAConfig): a per-container target percentile outside this recommender's bounds.
+CONFIG_INVALID: Final = CONFIG_INVALID_CONDITION
+CONFIG_INVALID_REASON: Final = "TargetPercentileOutOfBounds"
 VPA_API_VERSION: Final = "autoscaling.k8s.io/v1"
 # ------------------------------------------------------------------------------------ pure helpers
 
@@ -96,3 +103,17 @@ def owner_name(vpa: VpaView, hosted: Sequence[str]) -> str | None:
         if name in hosted:
             return name
     return None
+
+
+def with_initial_delay(conditions: Iterable[Condition], view: VpaView, now: float,
+                       enabled: bool) -> tuple[Condition, ...]:
+    """AEP-9936 (gate `VPAInitialDelay`): `InitialDelayActive` True while the VPA's `initialDelaySeconds`
+    window lasts, False after; removed when the VPA sets no window or the gate is off. Sorted by type."""
+    current = {c.type: c for c in conditions}
+    window = initial_delay_condition(view, now) if enabled else None
+    if window is None:
+        current.pop(INITIAL_DELAY_ACTIVE_CONDITION, None)
+    else:
+        _set_condition(current, INITIAL_DELAY_ACTIVE_CONDITION, window.active, window.reason, window.message,
+                       now)
+    return tuple(current[key] for key in sorted(current))

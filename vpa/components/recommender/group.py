@@ -131,7 +131,7 @@ class RecommenderGroup:
         status_writer = VpaStatusWriter(client)
         events = eviction_event_cache(client, clock, namespace)
         background: list[Callable[[], Awaitable[None]]] = [events.run]
-        nodes = node_cache(client, clock) if settings.cap_to_largest_node else None
+        nodes = node_cache(client, clock) if settings.cap_to_largest_node or gates.daemonset_scope else None
         hpas = hpa_cache(client, clock, namespace) if settings.detect_hpa_conflicts else None
         for cache in (nodes, hpas):
             if cache is not None:
@@ -148,6 +148,7 @@ class RecommenderGroup:
                 namespace=common.vpa_object_namespace,
                 ignored_namespaces=common.ignored_vpa_object_namespaces,
                 per_vpa_config=gates.per_vpa_config, native_sidecars=gates.native_sidecar,
+                initial_delay=gates.vpa_initial_delay, daemonset_scope=gates.daemonset_scope,
                 hosted_names=names, collects_checkpoints=index == 0,
                 events=events, history=shared if reader is not None else None,
                 history_metrics=history_metrics, nodes=nodes, hpas=hpas, recorder=recorder,

@@ -34,6 +34,8 @@ from vpa.components.recommender.checkpoints import collect_orphans, load_checkpo
 from vpa.components.recommender.conditions import (
     CAPPED_TO_NODE,
     CAPPED_TO_NODE_REASON,
+    CONFIG_INVALID,
+    CONFIG_INVALID_REASON,
     CONFLICTING_HPA,
     CONFLICTING_HPA_REASON,
     CONFLICTING_VPA,
@@ -41,6 +43,7 @@ from vpa.components.recommender.conditions import (
     VPA_API_VERSION,
     next_conditions,
     owner_name,
+    with_initial_delay,
     with_own_conditions,
 )
 from vpa.components.recommender.history import HistorySource, PrometheusClientMetrics, load_history
@@ -77,8 +80,15 @@ from vpa.logic.recommender.cluster import (
 from vpa.logic.recommender.conflicts import VpaConflicts, hpa_conflicts
 from vpa.logic.recommender.cost_aware import pod_recommender_for
 from vpa.logic.recommender.nodecaps import cap_to_largest_node
-from vpa.logic.recommender.recommending import RecommenderConfig, RecommenderCore, compute_recommendation
+from vpa.logic.recommender.percentiles import config_invalid
+from vpa.logic.recommender.recommending import (
+    RecommenderConfig,
+    RecommenderCore,
+    compute_group_recommendations,
+    compute_recommendation,
+)
 from vpa.logic.recommender.statuswrites import worth_writing
+from vpa.logic.scope import ABSENT, is_scoped, scope_label, scope_value, with_scope_label
 from vpa.model.clock import Clock
 from vpa.model.features import FeatureGates
 from vpa.model.node import HpaView, NodeView
@@ -90,6 +100,7 @@ from vpa.model.vpa import (
     Condition,
     ConditionType,
     Recommendation,
+    RecommendationGroup,
     VpaStatus,
     VpaView,
 )
@@ -127,6 +138,8 @@ class Recommender:
         ignored_namespaces: Iterable[str] = (),
         per_vpa_config: bool = False,
         native_sidecars: bool = False,
+        initial_delay: bool = False,
+        daemonset_scope: bool = False,
         chunk_budget_s: float = 0.003,
         history: HistorySource | None = None,
         history_metrics: PrometheusClientMetrics | None = None,
@@ -166,6 +179,13 @@ class Recommender:
         # Gate NativeSidecar (AEP-8905): init containers with `restartPolicy: Always` are tracked, sampled
         # and OOM-observed like containers; plain init containers never are.
         self._native_sidecars = native_sidecars
+        # Gate VPAInitialDelay (AEP-9936): the `InitialDelayActive` condition is written with the others.
+        self._initial_delay = initial_delay
+        # Gate DaemonSetScope (AEP-10031): pods of scoped VPAs aggregate per node group (a synthetic label
+        # from their node's labels), and such VPAs get `status.groups` instead of a recommendation.
+        self._scope = daemonset_scope
+        self._scope_nodes = nodes if daemonset_scope else None
+        self._scopes: dict[str, set[str]] = {}
         self._chunk_budget_s = chunk_budget_s
         self.ooms = OomObserver(native_sidecars)
         self.reset()
@@ -202,7 +222,8 @@ class Recommender:
             checkpoints=CheckpointStore(client, namespace),
             registry=registry, health=health, namespace=common.vpa_object_namespace,
             ignored_namespaces=common.ignored_vpa_object_namespaces, per_vpa_config=gates.per_vpa_config,
-            native_sidecars=gates.native_sidecar,
+            native_sidecars=gates.native_sidecar, initial_delay=gates.vpa_initial_delay,
+            daemonset_scope=gates.daemonset_scope,
             history=(PrometheusHistoryReader(settings.prometheus, namespace=common.vpa_object_namespace)
                      if settings.storage == "prometheus" else None),
             events=events, nodes=nodes, hpas=hpas, recorder=recorder,
@@ -321,6 +342,11 @@ class Recommender:
 
     async def _load_pods(self, report: LoopReport, now: float, live: set[PodId]) -> None:
         applied = self._applied_pods
+        self._scopes = {}
+        if self._scope:
+            for tracked in self._tracked.values():
+                if is_scoped(tracked.view, True):
+                    self._scopes.setdefault(tracked.view.namespace, set()).add(tracked.view.scope)
         selectors = await self._selectors_by_namespace() if self.settings.memory_saver else None
         from_status = from_spec = 0
         async for cached in paced(self._pods.list(), self._chunk_budget_s):
@@ -340,8 +366,10 @@ class Recommender:
                     from_status += 1
                 else:
                     from_spec += 1
-            if applied.get(pod_id) is cached:
-                continue  # unchanged since the last loop: the watch cache hands out a new view on change
+            if applied.get(pod_id) is cached and pod.namespace not in self._scopes:
+                # Unchanged since the last loop: the watch cache hands out a new view on change. Pods next to
+                # a scoped VPA are looked at again: their node group label may be new.
+                continue
             self._track_pod(pod_id, cached, pod, now)
         report.pods = len(live)
         if from_status:
@@ -353,11 +381,24 @@ class Recommender:
         """Put a running pod (`pod`: `cached` as the NativeSidecar gate sees it) and its containers into the
         model, remembering the cached view it came from."""
         cluster = self.core.cluster
-        cluster.add_or_update_pod(pod_id, pod.labels, pod.phase, now)
+        labels: Mapping[str, str] = pod.labels
+        scopes = self._scopes.get(pod.namespace)
+        if scopes and pod.node_name:
+            node = self._node_labels().get(pod.node_name)
+            for scope in sorted(scopes):
+                value = scope_value(scope, pod.node_name, node)
+                if value is not None:
+                    labels = with_scope_label(labels, scope, value)
+        cluster.add_or_update_pod(pod_id, labels, pod.phase, now)
         for container in pod.containers:
             cluster.add_or_update_container(ContainerId(pod_id, container.name),
                                             pod.current_requests(container.name), now)
         self._applied_pods[pod_id] = cached
+
+    def _node_labels(self) -> dict[str, Mapping[str, str]]:
+        if self._scope_nodes is None:
+            return {}
+        return {node.name: node.labels for node in self._scope_nodes.list()}
 
     def _track_for_oom(self, pod_id: PodId, now: float) -> bool:
         """Track an OOM-killed pod the loop has not loaded yet (it started and was killed since the last
@@ -504,7 +545,13 @@ class Recommender:
                 except Exception:
                     log.exception("recommender_vpa_failed", vpa=view.key)
                     continue
-                has_recommendation = not recommendation.is_empty()
+                groups: tuple[RecommendationGroup, ...] = ()
+                if self._scope and is_scoped(view, True):
+                    # AEP-10031: one target-only recommendation per node group; none published for all.
+                    by_value = cluster.merged_states_by_label(*key, scope_label(view.scope), ABSENT)
+                    groups = compute_group_recommendations(view, by_value, core.recommender, core.config)
+                    recommendation = Recommendation()
+                has_recommendation = not recommendation.is_empty() or bool(groups)
                 old = view.status
                 provided = old.condition(ConditionType.RECOMMENDATION_PROVIDED)
                 had = (provided is not None and provided.is_true and old.recommendation is not None
@@ -515,8 +562,10 @@ class Recommender:
                                              pods_matched=pods_matched, has_recommendation=has_recommendation,
                                              now=now)
                 conditions, raised = with_own_conditions(conditions, own, now)
+                conditions = with_initial_delay(conditions, view, now, self._initial_delay)
                 self._send_events(view, raised, conditions)
-                status = VpaStatus(recommendation, conditions, view.generation)
+                published = None if groups else recommendation
+                status = VpaStatus(published, conditions, view.generation, groups)
                 mode = view.update_policy.update_mode
                 label = (mode.value if mode is not None else "", str(has_recommendation).lower(),
                          str(pods_matched).lower(), str(tracked.resolution.unsupported is not None).lower())
@@ -586,6 +635,11 @@ class Recommender:
             report.hpa_conflicts += 1
         else:
             wanted[CONFLICTING_HPA] = None
+        # AEP-9970: with PerVPAConfig, a target percentile outside this recommender's bounds; recommendations
+        # are still published, the updater leaves the VPA's pods alone. Removed when the gate is off.
+        invalid = (config_invalid(view.resource_policy, self._config.estimation)
+                   if self._config.aggregation.per_vpa_config else None)
+        wanted[CONFIG_INVALID] = None if invalid is None else (CONFIG_INVALID_REASON, invalid)
         return recommendation, wanted
 
     def _send_events(self, view: VpaView, raised: Iterable[str], conditions: Iterable[Condition]) -> None:

@@ -1,5 +1,5 @@
-"""The updater's Kubernetes Event reasons and messages (spec §4.11) and failure reasons of its counters
-(spec §6.2), and the object references its events name.
+"""The updater's Kubernetes Event reasons and messages (spec §4.11, and our own), failure reasons of its
+counters (spec §6.2), and the object references its events name.
 
 Must not: record events (the updater does, through its `EventRecorder`).
 """
@@ -41,6 +41,11 @@ IN_PLACE_GATE_OFF_MESSAGE: Final = (
 )
 
 UNBOOST_ERROR: Final = "UnboostError"
+
+# Ours: gate InPlaceCapacityAware (AEP-9726), Normal, on the pod; gate ResizeGuard, Warning, on the VPA and
+# the pod (the message says "revert").
+IN_PLACE_WOULD_NOT_FIT: Final = "InPlaceResizeWouldNotFit"
+RESIZE_REVERTED: Final = "ResizeReverted"
 
 def pod_ref(pod: PodView) -> ObjectRef:
     return ObjectRef(kind="Pod", namespace=pod.namespace, name=pod.name, uid=pod.uid)

@@ -117,6 +117,14 @@ class UpdaterMetrics:
             ["reason"],
             registry=registry,
         )
+        # Ours (gate ResizeGuard): resizes undone because the pod was hurt after them, by cause.
+        self.resize_reverts = Counter(
+            "vpa_updater_resize_reverts_total",
+            "In-place resizes reverted because the pod was OOM-killed, restarted or stopped being Ready "
+            "within the guard window after them.",
+            ["cause", *per_vpa],
+            registry=registry,
+        )
         self.latency = Histogram(
             "vpa_updater_execution_latency_seconds",
             "Time spent in the steps of one updater loop.",

@@ -20,6 +20,8 @@ from vpa.components.updater.metrics import UpdaterMetrics
 from vpa.components.updater.updater import Updater
 from vpa.kube.controllers import ControllerCaches
 from vpa.kube.eventing import EventRecorder
+from vpa.kube.neighbourwatching import node_cache
+from vpa.kube.statuswriting import VpaConditionWriter
 from vpa.logic.updater.reactive import prompts_in_place
 from vpa.model.clock import RealClock
 from vpa.model.vpa import VpaView
@@ -73,9 +75,18 @@ async def run(ctx: ComponentContext, *, metrics: UpdaterMetrics | None = None,
         namespace = ctx.settings.common.vpa_object_namespace or None
         controllers = ControllerCaches(ctx.client, ctx.clock, namespace=namespace)
         background.append(asyncio.ensure_future(controllers.run()))
+    # Gates InPlaceCapacityAware (AEP-9726), DaemonSetScope (AEP-10031) and ResizeGuard read Nodes.
+    gates = ctx.settings.feature_gates
+    reads_nodes = gates.in_place_capacity_aware or gates.daemonset_scope or gates.resize_guard
+    nodes = node_cache(ctx.client, ctx.clock) if reads_nodes else None
+    if nodes is not None:
+        background.append(asyncio.ensure_future(nodes.run()))
     try:
         await controllers.wait_synced()
-        await Updater(ctx, controllers, events=events, metrics=metrics, trigger=trigger).run_forever()
+        if nodes is not None:
+            await nodes.wait_synced()
+        await Updater(ctx, controllers, events=events, metrics=metrics, trigger=trigger, nodes=nodes,
+                      conditions=VpaConditionWriter(ctx.client)).run_forever()
     finally:
         with contextlib.suppress(Exception):
             await asyncio.wait_for(events.flush(), timeout=1.0)

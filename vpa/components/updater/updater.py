@@ -31,10 +31,11 @@ requests (that is `vpa.kube.actuating`).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
-from collections.abc import Coroutine, Iterable, Mapping
+from collections.abc import Coroutine, Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import structlog
 
@@ -56,6 +57,8 @@ from vpa.components.updater.events import (
     IN_PLACE_SKIPPED_MESSAGE,
     IN_PLACE_UPDATE_ERROR,
     IN_PLACE_UPDATE_INFEASIBLE,
+    IN_PLACE_WOULD_NOT_FIT,
+    RESIZE_REVERTED,
     SKIPPED_ADMISSION_STALE,
     pod_ref,
     vpa_ref,
@@ -78,6 +81,9 @@ from vpa.kube.leasing import API_CALL_MIN_WALL_S, DeadlineExceeded, LeaseFreshne
 from vpa.kube.ratelimiting import TokenBucket
 from vpa.logic.limitranges import NamespaceLimits, namespace_limits
 from vpa.logic.matching import controller_key, controlling_vpa
+from vpa.logic.scope import is_scoped, scope_value, scoped_view
+from vpa.logic.updater.capacity import NodeRooms
+from vpa.logic.updater.guard import ResizeGuard, Revert, guard_window_s, with_reverted_condition
 from vpa.logic.updater.infeasible import InfeasibleAttempts
 from vpa.logic.updater.inplace import (
     Action,
@@ -87,19 +93,29 @@ from vpa.logic.updater.inplace import (
     in_place_updated_patch,
     resize_patch,
 )
-from vpa.logic.updater.plan import PassInputs, VpaPlan, plan_vpa
+from vpa.logic.updater.plan import PassInputs, VpaPlan, guard_enabled, plan_vpa
 from vpa.logic.updater.priority import ObservedCache
 from vpa.logic.updater.reactive import resizes_only
 from vpa.logic.updater.restrictions import GroupKey
 from vpa.logic.updater.transitions import Transitions
+from vpa.model.node import NodeView
 from vpa.model.pod import PodView
+from vpa.model.resources import Resources
 from vpa.model.selector import Selector
 from vpa.model.settings import UpdaterSettings
-from vpa.model.vpa import Recommendation, UpdateMode, VpaView
+from vpa.model.vpa import Condition, Recommendation, UpdateMode, VpaView
 
 log = structlog.get_logger(__name__)
 
 COMPONENT: Final = "updater"
+
+
+class NodeListing(Protocol):
+    def list(self) -> list[NodeView]: ...
+
+
+class ConditionSink(Protocol):
+    async def write(self, namespace: str, name: str, conditions: Sequence[Condition]) -> None: ...
 class Updater:
     """One updater. `run_once()` is one loop; `run_forever()` repeats it every `--updater-interval`."""
 
@@ -114,8 +130,14 @@ class Updater:
         plan_in_thread_above: int = 1000,
         metrics: UpdaterMetrics | None = None,
         trigger: Trigger | None = None,
+        nodes: NodeListing | None = None,
+        conditions: ConditionSink | None = None,
     ) -> None:
         self.ctx = ctx
+        # Gates InPlaceCapacityAware and DaemonSetScope read Nodes; ResizeGuard writes its VPA condition.
+        self.nodes = nodes
+        self.conditions = conditions
+        self.guard = ResizeGuard()
         # Fired by `watch_recommendations` (registered once per process); None: tick-driven only.
         self.trigger = trigger
         self._passes = asyncio.Lock()  # a prompt pass never overlaps a loop
@@ -225,10 +247,15 @@ class Updater:
                 return report
             work, _ = await self._match(active)
             work = {key: entry for key, entry in work.items() if key in wanted}
+            # A recommendation that changed because of an OOM kill: the guard's revert comes first.
+            reverted = await self._revert_hurt(work, active)
             await self._plan(work, report)
             for entry in work.values():
                 if entry.plan is not None:
                     entry.plan = resizes_only(entry.plan)
+                    if reverted:
+                        kept = tuple(d for d in entry.plan.actions if d.pod.uid not in reverted)
+                        entry.plan = dataclasses.replace(entry.plan, actions=kept)
             await self._execute(work, report)
             # A line per pass that changed something; a pass that resized nothing is a debug line (`--v=5`).
             changed = report.resized or report.failed
@@ -272,10 +299,18 @@ class Updater:
         self._forget_missing(live_uids)
         self._observe("ListPods", step)
 
+        reverted = await self._revert_hurt(work, active)
+
         step = time.perf_counter()
         await self._plan(work, report)
         self._observe("FilterPods", step)
         self._report_gate_off(report)
+        if reverted:
+            # A pod resized back this pass is not resized again in the same pass.
+            for entry in work.values():
+                if entry.plan is not None:
+                    kept = tuple(d for d in entry.plan.actions if d.pod.uid not in reverted)
+                    entry.plan = dataclasses.replace(entry.plan, actions=kept)
 
         step = time.perf_counter()
         await self._execute(work, report)
@@ -382,20 +417,94 @@ class Updater:
     ) -> dict[str, Recommendation | None]:
         memo: dict[tuple[object, ...], Recommendation | None] = {}
         out: dict[str, Recommendation | None] = {}
+        # Gate DaemonSetScope (AEP-10031): each pod gets its node group's recommendation.
+        scoped = is_scoped(vpa, self.gates.daemonset_scope)
+        labels = {n.name: n.labels for n in self.nodes.list()} if scoped and self.nodes is not None else {}
         async for pod in paced(pods):
-            shape = shape_key(pod)
+            group = scope_value(vpa.scope, pod.node_name, labels.get(pod.node_name)) if scoped else None
+            shape = (group, *shape_key(pod))
             if shape not in memo:
-                memo[shape] = processed_recommendation(pod, vpa, limits)
+                view = scoped_view(vpa, group) if scoped else vpa
+                memo[shape] = (None if view.recommendation is None
+                               else processed_recommendation(pod, view, limits))
             out[pod.uid] = memo[shape]
         return out
 
+    # ----------------------------------------------------------------------------------- resize guard
+
+    async def _revert_hurt(self, work: dict[str, VpaWork], active: Mapping[str, VpaView]) -> set[str]:
+        """Gate ResizeGuard: resize back the pods hurt after one of our resizes (within one pass), with a
+        Warning event on the VPA and the pod, the `ResizeReverted` condition and the revert metric; the uids
+        reverted. Records of pods gone or past their window are forgotten."""
+        if not self.gates.resize_guard:
+            return set()
+        now = self.clock.now()
+        self.guard.forget_before(now)
+        if not self.guard.records:
+            return set()
+        pods = {pod.uid: pod for entry in work.values() for pod in entry.pods}
+        owners = {pod.uid: entry for entry in work.values() for pod in entry.pods}
+
+        def recommendation_for(record: object) -> Recommendation | None:
+            vpa = active.get(getattr(record, "vpa_key", ""))
+            return vpa.recommendation if vpa is not None else None
+
+        allocatable = {n.name: Resources(n.cpu_millicores, n.memory_bytes)
+                       for n in (self.nodes.list() if self.nodes is not None else ())}
+
+        def ceiling_for(pod: PodView) -> Resources | None:
+            return allocatable.get(pod.node_name)
+
+        reverted: set[str] = set()
+        for revert in self.guard.check(pods, recommendation_for, now, ceiling_for):
+            entry = owners.get(revert.record.uid)
+            if entry is None:
+                continue
+            await self._revert(entry, revert)
+            reverted.add(revert.record.uid)
+        return reverted
+
+    async def _revert(self, entry: VpaWork, revert: Revert) -> None:
+        pod, vpa = revert.decision.pod, entry.vpa
+        message = revert.message()
+        try:
+            operations = resize_patch(pod, revert.decision.changes)
+        except ValueError:
+            return
+        result = await self.actuator.resize(pod.namespace, pod.name, operations)
+        if not result.ok:
+            log.warning("pod_resize_revert_failed", pod=pod.key, cause=revert.cause.value,
+                        error=result.message)
+            return
+        self.attempts[pod.uid] = ResizeAttempt(self.clock.now(), rejected=False, disruptive=False)
+        self.metrics.resize_reverts.labels(cause=revert.cause.value, vpa_name=vpa.name,
+                                           vpa_namespace=vpa.namespace).inc()
+        self.events.warning(vpa_ref(vpa), RESIZE_REVERTED, message)
+        self.events.warning(pod_ref(pod), RESIZE_REVERTED, message)
+        log.warning("pod_resize_reverted", pod=pod.key, cause=revert.cause.value, values=revert.values,
+                    held_until=revert.held_until)
+        if self.conditions is not None:
+            current = self.ctx.vpas.get(vpa.namespace, vpa.name)  # the freshest conditions the cache has
+            conditions = (current or vpa).status.conditions
+            try:
+                await self.conditions.write(vpa.namespace, vpa.name,
+                                            with_reverted_condition(conditions, revert, self.clock.now()))
+            except Exception as err:  # the revert is done; the condition is best effort
+                log.warning("resize_reverted_condition_write_failed", vpa=vpa.key, error=str(err))
+
     async def _plan(self, work: dict[str, VpaWork], report: LoopReport) -> None:
+        rooms = None
+        if self.gates.in_place_capacity_aware and self.nodes is not None:
+            # AEP-9726: every bound pod's requests against its node's allocatable, charged as resizes plan.
+            rooms = NodeRooms.build(self.nodes.list(), (p for p in self.ctx.pods.list() if p.node_name))
         inputs_base = PassInputs(
             now=self.clock.now(),
             settings=self.settings,
             gates=self.gates,
             attempts=MappingProxyType(dict(self.attempts)),
             infeasible=self.infeasible,
+            node_rooms=rooms,
+            guard=self.guard if self.gates.resize_guard else None,
         )
         limits_by_namespace: dict[str, NamespaceLimits] = {}
         observed: ObservedCache = {}
@@ -404,7 +513,10 @@ class Updater:
             entry.size = str(vpa_size_log2(len(entry.pods)))
             report.vpas += 1
             report.pods += len(entry.pods)
-            if vpa.recommendation is None or vpa.recommendation.is_empty():
+            scoped = is_scoped(vpa, self.gates.daemonset_scope)
+            if (vpa.recommendation is None or vpa.recommendation.is_empty()) and not (
+                scoped and vpa.status.groups
+            ):
                 continue
             limits = limits_by_namespace.get(vpa.namespace)
             if limits is None:
@@ -419,6 +531,8 @@ class Updater:
                 replicas=MappingProxyType(self._replicas(entry.pods)),
                 attempts=inputs_base.attempts,
                 infeasible=inputs_base.infeasible,
+                node_rooms=inputs_base.node_rooms,
+                guard=inputs_base.guard,
             )
             recommendation_for = recommendation_lookup(recs)
             if len(entry.pods) > self._plan_in_thread_above:
@@ -435,6 +549,10 @@ class Updater:
                 continue  # reported once per VPA by `_report_gate_off`
             for uid, attempt in plan.record_infeasible:
                 self.infeasible = self.infeasible.record(uid, attempt)
+            for decision in plan.decisions:
+                if decision.reason is Reason.WOULD_NOT_FIT:
+                    self.events.normal(pod_ref(decision.pod), IN_PLACE_WOULD_NOT_FIT,
+                                       f"In-place resize not sent: {decision.detail}")
             for decision in plan.skipped:
                 if decision.reason is Reason.INFEASIBLE_CACHED:
                     self.events.normal(pod_ref(decision.pod), IN_PLACE_SKIPPED, IN_PLACE_SKIPPED_MESSAGE)
@@ -511,6 +629,8 @@ class Updater:
         if result.ok:
             self.attempts[pod.uid] = ResizeAttempt(patched_at, rejected=False, disruptive=decision.disruptive)
             self.infeasible = self.infeasible.clear(pod.uid)
+            if guard_enabled(self.gates, vpa):
+                self.guard.watch(pod, decision, vpa.key, patched_at, guard_window_s(vpa.annotations))
             marked = await self.actuator.mark_in_place_updated(
                 pod.namespace, pod.name, in_place_updated_patch()
             )

@@ -32,8 +32,11 @@ from vpa.kube.converting import ConversionError, pod_from_dict
 from vpa.kube.eventing import EventRecorder, ObjectRef
 from vpa.logic.admission.patches import AdmissionOptions, PodLevelInvalid, pod_patch, pod_shape
 from vpa.logic.admission.validation import validate_vpa
+from vpa.logic.initialdelay import in_initial_delay
 from vpa.logic.limitranges import NamespaceLimits
 from vpa.logic.matching import controlling_vpa
+from vpa.logic.scope import is_scoped, node_of_daemonset_pod, scope_value, scoped_view
+from vpa.model.clock import Clock
 from vpa.model.features import FeatureGates
 from vpa.model.pod import OwnerRef, PodView
 from vpa.model.selector import Selector
@@ -63,6 +66,12 @@ class Targets(Protocol):
     async def top_most(self, pod: PodView) -> str | None: ...
 
     async def selector(self, namespace: str, target: TargetRef) -> Selector | None: ...
+
+
+class NodeLabels(Protocol):
+    """A Node's labels by name (gate DaemonSetScope); None when the node is not known."""
+
+    def labels(self, name: str) -> Mapping[str, str] | None: ...
 
 
 class BadReview(ValueError):
@@ -131,8 +140,13 @@ class Admitter:
         max_allowed_cpu_boost_millicores: int | None = None,
         namespaces: NamespacesWithVpas | None = None,
         events: EventRecorder | None = None,
+        clock: Clock | None = None,
+        nodes: NodeLabels | None = None,
     ) -> None:
         self._events = events
+        # Gate VPAInitialDelay (AEP-9936) reads the time; gate DaemonSetScope (AEP-10031) a node's labels.
+        self._clock = clock
+        self._nodes = nodes
         self._vpas = vpas
         self._targets = targets
         self._limits = limits
@@ -247,6 +261,11 @@ class Admitter:
                 namespace, pod_name, vpa, "its containers' requests were left unchanged"
             )
             return verdict
+        if is_scoped(vpa, self._gates.daemonset_scope):
+            # A DaemonSet pod is not bound yet: its node comes from the affinity its controller wrote.
+            node = node_of_daemonset_pod(raw)
+            labels = self._nodes.labels(node) if self._nodes is not None and node else None
+            vpa = scoped_view(vpa, scope_value(vpa.scope, node, labels))
         try:
             ops = self._patch(raw, namespace, vpa)
         except PodLevelInvalid as err:
@@ -292,6 +311,8 @@ class Admitter:
         (patch JSON plus a fixed overhead each). None when the pod does not convert.
         """
         limits = self._limits(namespace)
+        now = self._clock.now() if self._clock is not None and self._gates.vpa_initial_delay else None
+        delayed = now is not None and in_initial_delay(vpa, now)
         key: tuple[object, ...] | None = None
         if not raw.get("status"):
             spec = raw.get("spec")
@@ -305,6 +326,8 @@ class Admitter:
                     vpa.uid,
                     vpa.resource_version,
                     vpa.key,
+                    delayed,
+                    vpa.recommendation,  # a scoped DaemonSet VPA's group (AEP-10031)
                     limits,
                     has_annotations,
                     hashlib.blake2b(orjson.dumps([containers, extra]), digest_size=16).digest(),
@@ -326,7 +349,7 @@ class Admitter:
             return None
         if pod.namespace != namespace:
             pod = dataclasses.replace(pod, namespace=namespace)
-        ops = pod_patch(pod, pod_shape(raw), vpa, limits, self._options)
+        ops = pod_patch(pod, pod_shape(raw), vpa, limits, self._options, now=now)
         if key is not None:
             self._remember(key, ops)
         return ops

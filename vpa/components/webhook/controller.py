@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -39,9 +40,11 @@ from vpa.kube import certificates as certs
 from vpa.kube import webhookregistering as registering
 from vpa.kube.client import ApiError, api_path
 from vpa.kube.leasing import StatusLeaseRenewer
+from vpa.kube.neighbourwatching import node_cache
 from vpa.kube.watching import WatchCache
 from vpa.model.clock import RealClock
 from vpa.model.limitrange import LimitRangeView
+from vpa.model.node import NodeView
 from vpa.model.settings import StartupError
 
 log = structlog.get_logger(__name__)
@@ -135,6 +138,10 @@ class AdmissionController:
             )
         self.limits = LimitRanges(self.limit_cache)
         self.namespaces = NamespacesWithVpas()
+        # Gate DaemonSetScope (AEP-10031): a new DaemonSet pod's node group comes from the Node's labels.
+        self.node_cache = (node_cache(ctx.client, ctx.clock) if ctx.settings.feature_gates.daemonset_scope
+                           else None)
+        self.node_labels = _NodeLabels(self.node_cache) if self.node_cache is not None else None
         self.admitter = Admitter(
             ctx.vpas,
             self.targets,
@@ -144,6 +151,8 @@ class AdmissionController:
             max_allowed_cpu_boost_millicores=self.settings.max_allowed_cpu_boost_millicores,
             namespaces=self.namespaces,
             events=ctx.events,
+            clock=ctx.clock,
+            nodes=self.node_labels,
         )
         self.connection_limits = limits
         self.drops = ConnectionDrops(ctx.registry)
@@ -252,6 +261,8 @@ class AdmissionController:
             raise StartupError(f"admission controller TLS: {err}") from None
         self.ca_bundle = ca
         await self.namespaces.attach(self.ctx.vpas)
+        if self.node_cache is not None:
+            self._spawn("nodes", self.node_cache.run())
         if self.own_limit_cache:
             self._spawn("limitranges", self.limit_cache.run())
         try:
@@ -334,6 +345,17 @@ class AdmissionController:
             await _first_failure(self._tasks)
         finally:
             await asyncio.shield(self.stop())
+
+
+class _NodeLabels:
+    """Node name → labels from the Node cache, for the admission path."""
+
+    def __init__(self, cache: WatchCache[NodeView]) -> None:
+        self._cache = cache
+
+    def labels(self, name: str) -> Mapping[str, str] | None:
+        node = self._cache.get(None, name)
+        return node.labels if node is not None else None
 
 
 async def _first_failure(tasks: list[asyncio.Task[None]]) -> None:
