@@ -96,7 +96,7 @@ def test_groups_split_the_same_containers_by_node_label() -> None:
         for minute in range(8 * 1440):
             core.cluster.add_cpu_sample(ContainerId(pod, "falco"), cpu, MIDNIGHT + minute * 60)
             core.cluster.add_memory_sample(ContainerId(pod, "falco"), 100 * MIB, MIDNIGHT + minute * 60)
-    states = core.cluster.merged_states_by_label("falco", "falco", label, ABSENT)
+    states = core.cluster.merged_states_by_label("falco", "falco", label)
     groups = compute_group_recommendations(view, states, core.recommender, core.config)
     assert [g.scope_value for g in groups] == [ABSENT, "true"]
     (absent,), (gpu,) = (g.containers for g in groups)
@@ -142,3 +142,18 @@ def test_validation(kind: str, gates: str, old_scope: str | None, errors: list[s
         old["spec"]["scope"] = old_scope
     result = validate_vpa(raw, FeatureGates.parse(gates), old=old)
     assert [str(e) for e in result.errors] == errors
+
+
+def test_aggregates_from_before_the_scope_belong_to_no_group() -> None:
+    core = RecommenderCore()
+    core.cluster.add_or_update_vpa(_view(), Selector.from_match_labels({"app": "falco"}))
+    pod = PodId("falco", "early")
+    core.cluster.add_or_update_pod(pod, {"app": "falco"}, "Running", MIDNIGHT)  # tracked before scoping
+    core.cluster.add_or_update_container(ContainerId(pod, "falco"), Resources(100, MIB), MIDNIGHT)
+    core.cluster.add_cpu_sample(ContainerId(pod, "falco"), 900, MIDNIGHT)
+    assert core.cluster.merged_states_by_label("falco", "falco", scope_label(GPU)) == {}
+    core.cluster.add_or_update_pod(pod, with_scope_label({"app": "falco"}, GPU, ABSENT), "Running", MIDNIGHT)
+    core.cluster.add_cpu_sample(ContainerId(pod, "falco"), 100, MIDNIGHT + 60)
+    groups = core.cluster.merged_states_by_label("falco", "falco", scope_label(GPU))
+    assert set(groups) == {ABSENT}
+    assert groups[ABSENT]["falco"].total_samples_count == 1  # the sample from before the label is not in it

@@ -88,7 +88,7 @@ from vpa.logic.recommender.recommending import (
     compute_recommendation,
 )
 from vpa.logic.recommender.statuswrites import worth_writing
-from vpa.logic.scope import ABSENT, is_scoped, scope_label, scope_value, with_scope_label
+from vpa.logic.scope import is_scoped, scope_label, scope_value, with_scope_label
 from vpa.model.clock import Clock
 from vpa.model.features import FeatureGates
 from vpa.model.node import HpaView, NodeView
@@ -548,7 +548,7 @@ class Recommender:
                 groups: tuple[RecommendationGroup, ...] = ()
                 if self._scope and is_scoped(view, True):
                     # AEP-10031: one target-only recommendation per node group; none published for all.
-                    by_value = cluster.merged_states_by_label(*key, scope_label(view.scope), ABSENT)
+                    by_value = cluster.merged_states_by_label(*key, scope_label(view.scope))
                     groups = compute_group_recommendations(view, by_value, core.recommender, core.config)
                     recommendation = Recommendation()
                 has_recommendation = not recommendation.is_empty() or bool(groups)

@@ -415,15 +415,18 @@ class ClusterState:
         return merged
 
     def merged_states_by_label(
-        self, namespace: str, name: str, label: str, absent: str
+        self, namespace: str, name: str, label: str
     ) -> dict[str, dict[str, AggregateContainerState]]:
-        """The VPA's live aggregates merged by container name within each value of pod label `label`
-        (`absent` for pods without it): AEP-10031's per-group states. Checkpointed state is not split by
-        group (the AEP's alpha limitation), so it does not take part."""
+        """The VPA's live aggregates merged by container name within each value of pod label `label`:
+        AEP-10031's per-group states. Aggregates without the label at all (pods seen before the VPA was
+        scoped) belong to no group; checkpointed state is not split by group (the AEP's alpha limitation):
+        neither takes part."""
         vpa = self._vpa(namespace, name)
         groups: dict[str, dict[str, AggregateContainerState]] = {}
         for key, aggregate in vpa.aggregates.items():
-            value = dict(key.labels).get(label, absent)
+            value = dict(key.labels).get(label)
+            if value is None:
+                continue
             merged = groups.setdefault(value, {})
             target = merged.get(key.container_name)
             if target is None:
