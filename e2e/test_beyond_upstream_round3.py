@@ -324,3 +324,84 @@ def test_an_oom_after_a_decrease_is_reverted_and_the_next_decrease_waits_out_the
     current = same_pod()
     assert current is not None
     assert _bytes(_resources(current, "app")["requests"]["memory"]) >= held, _resources(current, "app")
+
+
+# --- AEP-10031 DaemonSet scope (gate DaemonSetScope) -------------------------------------------------------
+
+
+def _daemonset(name: str, containers: list[dict[str, Any]], usage: dict[str, Any]) -> str:
+    return json.dumps({
+        "apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": name},
+        "spec": {
+            "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}, "annotations": {USAGE: json.dumps(usage)}},
+                         "spec": {"containers": containers}},
+        },
+    })  # fmt: skip
+
+
+def test_two_node_groups_get_two_recommendations_and_each_pod_its_groups(
+    sim: Cluster, vpa_run: VpaRunFactory, namespace: str
+) -> None:
+    sim.require_sim("a usage annotation changed on one running pod, and labels on the simulator's nodes")
+    vpa_run(feature_gates={"InPlace": True, "DaemonSetScope": True})
+    nodes = sorted(n["metadata"]["name"] for n in sim.get_json("nodes")["items"])
+    big, small = nodes[0], nodes[1]
+    sim.kubectl("label", "node", big, "e2e.vpa.dev/tier=big", "--overwrite")
+    try:
+        usage = {"agent": _constant("100m", "100Mi")}
+        sim.apply(_daemonset("agent", [_container("agent", "100m", "100Mi")], usage), namespace)
+        pods = sim.wait_for("a pod per node", lambda: _running(sim, namespace, "app=agent", len(nodes)))
+        on_big = next(p for p in pods if p["spec"]["nodeName"] == big)
+        # The agent on the big node works harder (the simulator reads a changed annotation at once).
+        sim.kubectl("annotate", "pod", "-n", namespace, on_big["metadata"]["name"], "--overwrite",
+                    f"{USAGE}={json.dumps({'agent': _constant('800m', '400Mi')})}")
+        vpa = json.loads(_vpa("agent", "InPlace"))
+        vpa["spec"]["targetRef"]["kind"] = "DaemonSet"
+        vpa["spec"]["scope"] = "e2e.vpa.dev/tier"
+        sim.apply(json.dumps(vpa), namespace)
+
+        def groups() -> dict[str, dict[str, str]] | None:
+            status = sim.get_json("vpa", "agent", "-n", namespace).get("status") or {}
+            found = {g["scopeValue"]: g["containerRecommendations"][0]["target"]
+                     for g in status.get("groups") or [] if g.get("containerRecommendations")}
+            return found if {"big", "__absent__"} <= set(found) else None
+
+        targets = sim.wait_for("a recommendation per node group", groups, timeout_s=90)
+        assert _millis(targets["big"]["cpu"]) > _millis(targets["__absent__"]["cpu"]), targets
+        status = sim.get_json("vpa", "agent", "-n", namespace).get("status") or {}
+        assert status.get("recommendation") is None, status
+
+        # Each pod is resized in place to its own group's target.
+        def resized() -> list[dict[str, Any]] | None:
+            current = groups() or {}
+            done = []
+            for pod in live_pods(sim, namespace, "app=agent"):
+                group = "big" if pod["spec"]["nodeName"] == big else "__absent__"
+                want = current.get(group)
+                requests = _resources(pod, "agent")["requests"]
+                if want is not None and _millis(requests["cpu"]) == _millis(want["cpu"]):
+                    done.append(pod)
+            return done if len(done) == len(nodes) else None
+
+        final = sim.wait_for("each pod at its group's target", resized, timeout_s=90)
+        cpu = {p["spec"]["nodeName"]: _millis(_resources(p, "agent")["requests"]["cpu"]) for p in final}
+        assert cpu[big] > cpu[small], cpu
+
+        # A new pod on the big node (not bound yet at admission: its node comes from the DaemonSet's node
+        # affinity) is admitted with the big group's values.
+        old = next(p for p in final if p["spec"]["nodeName"] == big)
+        sim.kubectl("delete", "pod", "-n", namespace, old["metadata"]["name"], "--wait=false")
+
+        def replacement() -> dict[str, Any] | None:
+            for pod in live_pods(sim, namespace, "app=agent"):
+                if pod["metadata"]["uid"] != old["metadata"]["uid"] and pod["spec"].get("nodeName") == big:
+                    return pod
+            return None
+
+        new = sim.wait_for("the big node's new pod", replacement, timeout_s=60)
+        admitted = _millis(_resources(new, "agent")["requests"]["cpu"])
+        assert admitted == _millis((groups() or {})["big"]["cpu"]), (admitted, groups())
+        assert "vpaUpdates" in annotations_of(new), annotations_of(new)
+    finally:
+        sim.kubectl("label", "node", big, "e2e.vpa.dev/tier-", check=False)
