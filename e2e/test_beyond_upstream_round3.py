@@ -159,7 +159,7 @@ def test_no_resize_is_sent_before_initial_delay_seconds(
     sim: Cluster, vpa_run: VpaRunFactory, namespace: str
 ) -> None:
     sim.require_sim("an hour-long window in virtual time")
-    vpa_run(feature_gates={"InPlace": True, "VPAInitialDelay": True})
+    process = vpa_run(feature_gates={"InPlace": True, "VPAInitialDelay": True})
     containers = [_container("app", "100m", "100Mi")]
     sim.apply(_deployment("slow", containers, {"app": _constant("600m", "200Mi")}), namespace)
     pods = sim.wait_for("two running pods", lambda: _running(sim, namespace, "app=slow", 2))
@@ -171,6 +171,8 @@ def test_no_resize_is_sent_before_initial_delay_seconds(
         "InitialDelayActive=True", lambda: _true(sim, namespace, "slow", "InitialDelayActive"), timeout_s=30
     )
     assert active["reason"] == "WindowActive", active
+    gauge = f'vpa_initial_delay_active{{name="slow",namespace="{namespace}"}}'
+    sim.wait_for("the gauge at 1", lambda: f"{gauge} 1.0" in process.metrics(), timeout_s=30)
     sim.let_time_pass(1800)
     for pod in live_pods(sim, namespace, "app=slow"):
         assert _resources(pod, "app")["requests"]["cpu"] == "100m", _resources(pod, "app")
@@ -187,6 +189,7 @@ def test_no_resize_is_sent_before_initial_delay_seconds(
     expired = _condition(sim, namespace, "slow", "InitialDelayActive")
     assert expired is not None
     assert (expired["status"], expired["reason"]) == ("False", "WindowExpired"), expired
+    sim.wait_for("the gauge at 0", lambda: f"{gauge} 0.0" in process.metrics(), timeout_s=30)
 
 
 # --- AEP-9970 per-container target percentiles (gate PerVPAConfig) ---------------------------------------

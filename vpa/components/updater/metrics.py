@@ -117,6 +117,14 @@ class UpdaterMetrics:
             ["reason"],
             registry=registry,
         )
+        # AEP-9936 (gate VPAInitialDelay): 1 while a VPA's initialDelaySeconds window lasts, 0 after.
+        self.initial_delay_active = Gauge(
+            "vpa_initial_delay_active",
+            "1 while the VPA's initialDelaySeconds window since its creation lasts (nothing is applied to "
+            "its pods), 0 once it has elapsed; VPAs without the field are not listed.",
+            ["namespace", "name"],
+            registry=registry,
+        )
         # Ours (gate ResizeGuard): resizes undone because the pod was hurt after them, by cause.
         self.resize_reverts = Counter(
             "vpa_updater_resize_reverts_total",
@@ -142,5 +150,6 @@ class UpdaterMetrics:
             self.in_place_updatable,
             self.vpas_with_in_place_updatable,
             self.vpas_with_in_place_updated,
+            self.initial_delay_active,
         ):
             gauge.clear()

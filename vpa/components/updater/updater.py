@@ -79,6 +79,7 @@ from vpa.kube.controllers import ControllerCaches
 from vpa.kube.eventing import EventRecorder
 from vpa.kube.leasing import API_CALL_MIN_WALL_S, DeadlineExceeded, LeaseFreshness, call_with_deadline
 from vpa.kube.ratelimiting import TokenBucket
+from vpa.logic.initialdelay import in_initial_delay
 from vpa.logic.limitranges import NamespaceLimits, namespace_limits
 from vpa.logic.matching import controller_key, controlling_vpa
 from vpa.logic.scope import is_scoped, scope_value, scoped_view
@@ -510,6 +511,9 @@ class Updater:
         observed: ObservedCache = {}
         async for entry in paced(list(work.values())):
             vpa = entry.vpa
+            if self.gates.vpa_initial_delay and vpa.update_policy.initial_delay_s is not None:
+                gauge = self.metrics.initial_delay_active.labels(namespace=vpa.namespace, name=vpa.name)
+                gauge.set(int(in_initial_delay(vpa, inputs_base.now)))
             entry.size = str(vpa_size_log2(len(entry.pods)))
             report.vpas += 1
             report.pods += len(entry.pods)
