@@ -2,9 +2,10 @@
 AEP-9936 `initialDelaySeconds`, AEP-9970 per-container target percentiles, AEP-9726 capacity-aware in-place
 resizes, and the resize guard that undoes a resize that hurt.
 
-Each scenario runs against `vpa sim`. Usage comes from the `sim.vpa.dev/usage` annotation, which the
-simulator's kubelets honour on both backends; the scenarios that need virtual time (hours of history, a
-usage spike placed at a virtual instant) skip on the real control plane and say why.
+Each scenario runs against `vpa sim` and, with `E2E_CONTROL_PLANE=kubernetes`, against kube-apiserver 1.35
+with the simulator's kubelets. Usage comes from the `sim.vpa.dev/usage` annotation, which those kubelets
+honour on both backends; the scenarios that need hours of virtual time (`initialDelaySeconds`, a daily
+cycle for percentiles, the guard's spike and backoff) skip where time is real and say why.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from __future__ import annotations
 import json
 import re
 from typing import Any
+
+import pytest
 
 from e2e.conftest import Cluster, VpaRunFactory, annotations_of, events_for, live_pods
 from vpa.model.quantity import Quantity
@@ -98,6 +101,12 @@ def _condition(sim: Cluster, namespace: str, vpa: str, kind: str) -> dict[str, A
     return found
 
 
+def _needs_virtual_time(sim: Cluster, why: str) -> None:
+    """Skip where time is real (the real control plane, an existing cluster): the scenario needs hours."""
+    if not (sim.is_sim and sim.virtual_time):
+        pytest.skip(f"needs the simulator's virtual time: {why}")
+
+
 def _true(sim: Cluster, namespace: str, vpa: str, kind: str) -> dict[str, Any] | None:
     found = _condition(sim, namespace, vpa, kind)
     return found if found is not None and found.get("status") == "True" else None
@@ -158,7 +167,7 @@ def test_a_bad_memory_limit_decrease_value_is_rejected_naming_the_annotation(
 def test_no_resize_is_sent_before_initial_delay_seconds(
     sim: Cluster, vpa_run: VpaRunFactory, namespace: str
 ) -> None:
-    sim.require_sim("an hour-long window in virtual time")
+    _needs_virtual_time(sim, "an hour-long window and its end")
     process = vpa_run(feature_gates={"InPlace": True, "VPAInitialDelay": True})
     containers = [_container("app", "100m", "100Mi")]
     sim.apply(_deployment("slow", containers, {"app": _constant("600m", "200Mi")}), namespace)
@@ -198,7 +207,7 @@ def test_no_resize_is_sent_before_initial_delay_seconds(
 def test_per_container_percentiles_move_only_that_containers_target(
     sim: Cluster, vpa_run: VpaRunFactory, namespace: str
 ) -> None:
-    sim.require_sim("hours of a daily usage cycle in virtual time")
+    _needs_virtual_time(sim, "hours of a daily usage cycle")
     vpa_run(feature_gates={"PerVPAConfig": True})
     daily = {"type": "daily", "base": "500m", "amplitude": "400m", "peak_hour": 12}
     usage = {
@@ -274,7 +283,7 @@ def test_a_resize_that_would_not_fit_is_not_sent_and_the_event_says_so(
 def test_an_oom_after_a_decrease_is_reverted_and_the_next_decrease_waits_out_the_backoff(
     sim: Cluster, vpa_run: VpaRunFactory, namespace: str
 ) -> None:
-    sim.require_sim("a usage spike placed at a virtual instant")
+    _needs_virtual_time(sim, "a usage spike placed at an instant, and an hour's backoff")
     process = vpa_run(feature_gates={"InPlace": True, "ResizeGuard": True})
     # 100Mi of memory, then from 30 virtual minutes on a 700Mi spike for 20 minutes (once a day): above the
     # limit a first decrease leaves (the recommendation then knows only the quiet 100Mi), below the 1Gi the
