@@ -380,7 +380,12 @@ async def test_oom_check_after_memory_limit_decrease_counts_only_later_usage() -
         status = cstatus(get(cluster, "web"))
         assert status["resources"]["limits"]["memory"] == "400Mi"
         assert status["restartCount"] == 0, status.get("lastState")
-        await cluster.advance(14 * 3600 - 1)  # 19:59:59
+        # The usage is set again (as `kubectl annotate` does): the check is armed anew, still not looking
+        # back past the decrease.
+        cluster.behaviour.set_usage("default", "web", "app", UsageProfile(memory=cycle))
+        await cluster.advance(60)
+        assert cstatus(get(cluster, "web"))["restartCount"] == 0
+        await cluster.advance(14 * 3600 - 61)  # 19:59:59
         status = cstatus(get(cluster, "web"))
         assert status["restartCount"] == 0, status.get("lastState")
         await cluster.advance(6)

@@ -1028,6 +1028,7 @@ class NodeAgent:
                             f"({usage})"
                         )
                     continue
+            if new_mem_lim is not None and old_mem_lim is not None and new_mem_lim < old_mem_lim:
                 c.mem_limit_lowered_at = now
             c.actual = copy.deepcopy(c.allocated)
             self._arm_oom(pod, run, c, since=now)
