@@ -35,6 +35,28 @@ def cpu_string(millicores: int) -> str:
     """CPU usage as a quantity of whole millicores (metrics-server would print nanocores, `123456789n`)."""
     return Quantity(millicores * 10**6).canonical() if millicores else "0"
 
+def pod_metrics_doc(pod: Mapping[str, Any], usage: list[tuple[str, int, int]], t: float, created: float,
+                    window_s: float) -> JsonObj:
+    """The `metrics.k8s.io/v1beta1` PodMetrics of `pod` at `t`, from (container, millicores, bytes)."""
+    md = pod.get("metadata") or {}
+    return {
+        "kind": "PodMetrics",
+        "apiVersion": "metrics.k8s.io/v1beta1",
+        "metadata": {
+            "name": md.get("name"),
+            "namespace": md.get("namespace"),
+            "labels": md.get("labels") or {},
+            "creationTimestamp": _stamp(created),
+        },
+        "timestamp": _stamp(t),
+        "window": _window(window_s),
+        "containers": [
+            {"name": n, "usage": {"cpu": cpu_string(cpu), "memory": memory_string(mem)}}
+            for n, cpu, mem in usage
+        ],
+    }
+
+
 
 def memory_string(value: int) -> str:
     """metrics-server reports the working set in whole KiB."""
@@ -163,23 +185,7 @@ class Metrics:
         usage = self._usage(pod, t)
         if usage is None:
             return None
-        md = pod.get("metadata") or {}
-        return {
-            "kind": "PodMetrics",
-            "apiVersion": "metrics.k8s.io/v1beta1",
-            "metadata": {
-                "name": md.get("name"),
-                "namespace": md.get("namespace"),
-                "labels": md.get("labels") or {},
-                "creationTimestamp": _stamp(self.clock.now()),
-            },
-            "timestamp": _stamp(t),
-            "window": _window(self.options.metrics_window_s),
-            "containers": [
-                {"name": n, "usage": {"cpu": cpu_string(cpu), "memory": memory_string(mem)}}
-                for n, cpu, mem in usage
-            ],
-        }
+        return pod_metrics_doc(pod, usage, t, self.clock.now(), self.options.metrics_window_s)
 
     def list_pods(
         self, namespace: str | None, name: str | None, label_selector: str | None = None

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vpa.sim.cluster.metrics import _selector_matches, cpu_string, memory_string
+from vpa.sim.cluster.metrics import _selector_matches, cpu_string, memory_string, pod_metrics_doc
 from vpa.sim.cluster.nodeagent import parse_time, rfc3339
 from vpa.sim.cluster.pods import container_amounts, is_sidecar
 from vpa.sim.cluster.usage import UsageRegistry
@@ -215,23 +215,7 @@ class HollowNodes:
         usage = self.container_usage(pod, t)
         if usage is None:
             return None
-        md = pod.get("metadata") or {}
-        return {
-            "kind": "PodMetrics",
-            "apiVersion": "metrics.k8s.io/v1beta1",
-            "metadata": {
-                "name": md.get("name"),
-                "namespace": md.get("namespace"),
-                "labels": md.get("labels") or {},
-                "creationTimestamp": rfc3339(time.time()),
-            },
-            "timestamp": rfc3339(t),
-            "window": f"{self.metrics_window_s:g}s",
-            "containers": [
-                {"name": n, "usage": {"cpu": cpu_string(cpu), "memory": memory_string(mem)}}
-                for n, cpu, mem in usage
-            ],
-        }
+        return pod_metrics_doc(pod, usage, t, time.time(), self.metrics_window_s)
 
     def list_pods(
         self, namespace: str | None, name: str | None, label_selector: str | None = None
