@@ -2,8 +2,8 @@
 
 Owns: the composition of the report command — the API client from `--kubeconfig` / `$KUBECONFIG` /
 `~/.kube/config` / in-cluster configuration and `--context`, `vpa.kube.reportreading` for the objects,
-`vpa.logic.report.rows` for the rows and the per-namespace sums, `vpa.logic.report.output` for the text —
-and its failures as one line on stderr:
+`vpa.logic.report.rows` for the rows and the per-namespace sums, `vpa.logic.report.output` for the text
+(`.formatting` and `.page` beside it) — and its failures as one line on stderr:
 exit status 2 for a kubeconfig that cannot be loaded, 1 when the cluster cannot be read.
 
 Must not: compute rows or format them (the logic modules do), or keep running: one read, one report.

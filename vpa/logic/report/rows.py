@@ -14,8 +14,8 @@ which finds the pods a VPA's selector matches.
 Amounts are exact integers (millicores, bytes), as everywhere in vpa; a difference is None when the
 recommendation or every pod's request for that resource is missing.
 
-Must not: do I/O, read the clock, format for output (that is `vpa.logic.report.output`), or decide which
-pods belong to a VPA beyond matching a selector the caller resolved (target resolution is I/O).
+Must not: do I/O, read the clock, format for output (that is `vpa.logic.report.output` and its siblings), or
+decide which pods belong to a VPA beyond matching a selector the caller resolved (target resolution is I/O).
 """
 
 from __future__ import annotations

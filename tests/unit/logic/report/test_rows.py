@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from vpa.logic.report import formatting as report_formatting
 from vpa.logic.report import output as report_output
 from vpa.logic.report.rows import (
     ContainerRow,
@@ -168,13 +169,13 @@ def test_namespace_totals_add_up_rows() -> None:
 @pytest.mark.parametrize(("millicores", "text"), [(250, "0.25"), (2000, "2"), (-1500, "-1.5"), (1, "0.001"),
                                                   (0, "0"), (None, "")])
 def test_cores(millicores: int | None, text: str) -> None:
-    assert report_output.cores(millicores) == text
+    assert report_formatting.cores(millicores) == text
 
 
 @pytest.mark.parametrize(("millicores", "text"), [(25, "25m"), (250, "250m"), (2000, "2"), (1500, "1500m"),
                                                   (-250, "-250m"), (0, "0"), (None, "")])
 def test_cpu_as_kubectl_prints_it(millicores: int | None, text: str) -> None:
-    assert report_output.cpu(millicores) == text
+    assert report_formatting.cpu(millicores) == text
 
 
 @pytest.mark.parametrize(("value", "text"), [
@@ -182,7 +183,7 @@ def test_cpu_as_kubectl_prints_it(millicores: int | None, text: str) -> None:
     (64 * 1024, "64Ki"), (MI + MI // 2, "1.5Mi"), (272061154, "259.5Mi"), (None, ""),
 ])
 def test_memory_as_kubectl_prints_it(value: int | None, text: str) -> None:
-    assert report_output.memory(value) == text
+    assert report_formatting.memory(value) == text
 
 
 def _sample() -> tuple[list, tuple]:  # type: ignore[type-arg]
