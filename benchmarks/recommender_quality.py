@@ -37,8 +37,8 @@ from vpa.logic.recommender.moving_window import MovingWindowConfig, MovingWindow
 from vpa.logic.recommender.recommending import RecommenderConfig
 from vpa.model.vpa import OOM_AVERSE_RECOMMENDER_NAME
 from vpa.replay.evaluating import Evaluation, RecommenderEvaluation, evaluate, evaluate_one, render_html
-from vpa.replay.replaying import Trace
 from vpa.replay.scoring import DAY_S, KeyScore, p95
+from vpa.replay.traces import Trace
 
 _GIB = 2**30
 STEP_S = 300

@@ -23,7 +23,8 @@ import time
 from pathlib import Path
 
 from vpa.logic.recommender.recommending import RecommenderConfig
-from vpa.replay.replaying import Trace, replay
+from vpa.replay.replaying import replay
+from vpa.replay.traces import Trace
 
 DEFAULT_TRACE = Path(__file__).resolve().parents[2] / "shared" / "traces" / "bitbrains_rnd_dev.parquet"
 DAY = 86_400.0

@@ -23,7 +23,8 @@ from pathlib import Path
 
 from vpa.logic.recommender.recommending import RecommenderConfig
 from vpa.model.settings import ReplaySettings
-from vpa.replay.replaying import Trace, replay, run
+from vpa.replay.replaying import replay, run
+from vpa.replay.traces import Trace
 
 START = 1_767_225_600  # 2026-01-01T00:00:00Z
 MIB = 1024 * 1024

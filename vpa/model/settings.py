@@ -725,7 +725,7 @@ A trace is a CSV file (or Parquet, by its .parquet/.pq extension) with a header 
 At least one of cpu_cores and memory_bytes is needed; an empty cell is no sample. Values must not be
 negative. Rows may come in any order (they are replayed by time, file order on ties).
 """
-"""What `vpa replay` reads (`vpa.replay.replaying.read_trace` implements it; `vpa replay --help` prints
+"""What `vpa replay` reads (`vpa.replay.traces.read_trace` implements it; `vpa replay --help` prints
 it)."""
 
 

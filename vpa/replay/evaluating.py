@@ -27,8 +27,9 @@ from vpa.model.resources import Resources
 from vpa.model.settings import ReplaySettings, UpdaterSettings
 from vpa.model.vpa import DEFAULT_RECOMMENDER_NAME
 from vpa.replay.applying import AppliedRequests
-from vpa.replay.replaying import Replayer, Trace
+from vpa.replay.replaying import Replayer
 from vpa.replay.scoring import KeyScore, Scorer, Summary
+from vpa.replay.traces import Trace
 
 DEFAULT_INTERVAL_S: Final = 3600.0
 PLOT_KEYS: Final = 4

@@ -18,7 +18,8 @@ from vpa.logic.recommender.cost_aware import BUILTIN_RECOMMENDERS
 from vpa.logic.recommender.recommending import RecommenderConfig
 from vpa.model.settings import ReplaySettings
 from vpa.replay.evaluating import evaluate, evaluate_one, evaluation_json, render_html, render_table
-from vpa.replay.replaying import Replayer, Trace, run
+from vpa.replay.replaying import Replayer, run
+from vpa.replay.traces import Trace
 
 T0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 GIB = 2**30

@@ -27,7 +27,8 @@ import yaml
 
 from vpa.logic.recommender.recommending import RecommenderConfig
 from vpa.model.settings import RecommenderSettings, ReplaySettings
-from vpa.replay.replaying import TraceError, read_trace, replay, result_json, run
+from vpa.replay.replaying import replay, result_json, run
+from vpa.replay.traces import TraceError, read_trace
 
 T0 = 1_767_225_600  # 2026-01-01T00:00:00Z
 DAY = 86_400
@@ -235,7 +236,7 @@ def test_missing_and_unreadable_files(tmp_path: Path) -> None:
 
 
 def test_empty_trace() -> None:
-    from vpa.replay.replaying import Trace
+    from vpa.replay.traces import Trace
 
     result = replay(Trace([], [], [], [], []), RecommenderConfig(), every_s=60.0)
     assert result_json(result) == {"containers": [], "series": []}
