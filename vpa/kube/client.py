@@ -9,7 +9,12 @@ through the QPS/burst `TokenBucket` (or, once the server shows it does API Prior
 `ServerPacing`: a window of requests in flight that a 429 halves and whose `Retry-After` holds every new
 request), and retries 429, 5xx and connection errors with jittered exponential
 backoff (honouring `Retry-After`) when that is safe. Typed write helpers set explicit content types, so a
-custom object is never sent a strategic-merge or a JSON-patch content type with an object body.
+custom object is never sent a strategic-merge or a JSON-patch content type with an object body. The errors
+it raises are `vpa.kube.errors`'s (importable from here as well).
+
+Size: over 600 lines because `KubeClient` is one class whose three ways to send (`request_chunks` with its
+retries, `stream_lines` for watches, `get_chunks` for large bodies) share its limiter, pacing window,
+session, headers and request counting; split, each piece would reach into the others' private state.
 
 Must not: read environment variables or global configuration (the caller passes paths and options), use the
 generated models on hot paths, or know about VPAs or pods beyond URL shapes.
@@ -34,6 +39,15 @@ from kubernetes_asyncio import config as k8s_config
 from yarl import URL
 
 from vpa.kube import kubeconfig as kubeconfigs
+
+# The errors are `vpa.kube.errors`'s; most callers import them from here, beside the client that raises them.
+from vpa.kube.errors import ApiError as ApiError
+from vpa.kube.errors import Conflict as Conflict
+from vpa.kube.errors import Gone as Gone
+from vpa.kube.errors import NotFound as NotFound
+from vpa.kube.errors import ServerError as ServerError
+from vpa.kube.errors import TooManyRequests as TooManyRequests
+from vpa.kube.errors import TransportError as TransportError
 from vpa.kube.ratelimiting import ServerPacing, TokenBucket
 from vpa.model.clock import Clock
 
@@ -53,80 +67,6 @@ PF_PRIORITY_LEVEL_UID_HEADER: Final = "X-Kubernetes-PF-PriorityLevel-UID"
 
 _IDEMPOTENT_METHODS: Final = frozenset({"GET", "HEAD", "PUT", "DELETE"})
 _DEFAULT_USER_AGENT: Final = "vpa/0.1.0"
-
-
-# --------------------------------------------------------------------------------------------- errors
-
-
-class ApiError(Exception):
-    """A non-2xx answer from the API server (or, with status 0, no answer at all)."""
-
-    def __init__(
-        self,
-        status: int,
-        reason: str,
-        message: str,
-        body: JsonObj | None = None,
-        *,
-        retry_after_s: float | None = None,
-    ) -> None:
-        super().__init__(f"{status} {reason}: {message}")
-        self.status = status
-        self.reason = reason
-        self.message = message
-        self.body: JsonObj = body if body is not None else {}
-        self.retry_after_s = retry_after_s
-
-    @property
-    def is_not_found(self) -> bool:
-        return self.status == 404
-
-    @property
-    def is_conflict(self) -> bool:
-        return self.status == 409
-
-    @property
-    def is_gone(self) -> bool:
-        return self.status == 410
-
-    @property
-    def is_too_many_requests(self) -> bool:
-        return self.status == 429
-
-    @property
-    def is_server_error(self) -> bool:
-        return self.status >= 500
-
-    @property
-    def is_transport(self) -> bool:
-        return self.status == 0
-
-    @staticmethod
-    def from_response(status: int, raw: bytes, headers: Mapping[str, str] | None = None) -> ApiError:
-        """Build the most specific error for an HTTP answer whose body is (usually) a `Status`."""
-        body: JsonObj = {}
-        if raw:
-            try:
-                parsed = orjson.loads(raw)
-            except orjson.JSONDecodeError:
-                parsed = None
-            if isinstance(parsed, dict):
-                body = parsed
-        reason = str(body.get("reason") or _DEFAULT_REASONS.get(status, "Unknown"))
-        message = str(body.get("message") or (raw[:200].decode("utf-8", "replace") if raw else reason))
-        retry_after = _retry_after_s(headers, body)
-        cls: type[ApiError] = ApiError
-        if status == 404:
-            cls = NotFound
-        elif status == 409:
-            cls = Conflict
-        elif status == 410:
-            cls = Gone
-        elif status == 429:
-            cls = TooManyRequests
-        elif status >= 500:
-            cls = ServerError
-        return cls(status, reason, message, body, retry_after_s=retry_after)
 
 
 STREAM_CHUNK_BYTES: Final = 256 * 1024
@@ -154,68 +94,6 @@ def api_socket(addr_info: tuple[Any, ...]) -> socket.socket:
     with contextlib.suppress(OSError):  # a platform that refuses keeps its default: no less correct
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RECEIVE_BUFFER_BYTES)
     return sock
-
-
-class NotFound(ApiError):
-    """404: the object (or its namespace) does not exist."""
-
-
-class Conflict(ApiError):
-    """409: stale resourceVersion on update, or AlreadyExists on create."""
-
-
-class Gone(ApiError):
-    """410: the resourceVersion (or continue token) is too old; the caller must LIST afresh."""
-
-
-class TooManyRequests(ApiError):
-    """429: throttled by the API server (or a PodDisruptionBudget refused an eviction)."""
-
-
-class ServerError(ApiError):
-    """5xx."""
-
-
-class TransportError(ApiError):
-    """No HTTP answer: connection refused or reset, DNS, TLS, or a client-side timeout."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(0, "TransportError", message)
-
-
-_DEFAULT_REASONS: Final[dict[int, str]] = {
-    400: "BadRequest",
-    401: "Unauthorized",
-    403: "Forbidden",
-    404: "NotFound",
-    405: "MethodNotAllowed",
-    409: "Conflict",
-    410: "Expired",
-    415: "UnsupportedMediaType",
-    422: "Invalid",
-    429: "TooManyRequests",
-    500: "InternalError",
-    503: "ServiceUnavailable",
-    504: "Timeout",
-}
-
-
-def _retry_after_s(headers: Mapping[str, str] | None, body: JsonObj) -> float | None:
-    if headers is not None:
-        value = headers.get("Retry-After")
-        if value:
-            try:
-                seconds = float(value)
-            except ValueError:
-                pass  # an HTTP date: kube-apiserver only sends seconds, fall back to the body
-            else:
-                return max(0.0, seconds)
-    details = body.get("details")
-    if isinstance(details, dict):
-        from_body = details.get("retryAfterSeconds")
-        if isinstance(from_body, int | float):
-            return max(0.0, float(from_body))
-    return None
 
 
 # ---------------------------------------------------------------------------------------- configuration
