@@ -5,6 +5,9 @@ for our additions or deviations a note), in help order. Defaults are read from t
 (`vpa.model.settings`), so each default is written once; a flag whose upstream default differs from the
 resolved setting (environment fallbacks, per-component lease names) states its upstream default here.
 
+Size: over 600 lines because it is one row per flag (about 150, most of them upstream's) in help order; a
+flat table reads best whole, and a new flag is one row where its help group is.
+
 Must not: parse argv or build settings (that is `vpa.flags.commands`), or read the environment.
 """
 

@@ -12,6 +12,9 @@ object, and is neither transformed nor applied again); reconnects with jittered 
 watchdog that restarts a watch that has delivered neither event nor bookmark for `stall_timeout_s` of wall
 time (never of the simulated clock the process may follow).
 
+Size: over 600 lines because `WatchCache` is one state machine (LIST, WATCH, relist on 410, reconnect,
+watchdog) over one cache and its indexes; every path changes the same state, and it reads best whole.
+
 Must not: hand raw API dicts to anyone (`transform` turns them into model objects; `None` skips a malformed
 or uninteresting object), block the event loop between pages, register global metrics, or write anything.
 """

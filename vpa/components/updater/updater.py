@@ -24,6 +24,9 @@ the next plan decides whether `InPlaceOrRecreate` falls back to eviction. Matchi
 through `vpa.aio.pacing.paced`; a VPA with more than `plan_in_thread_above` pods is planned in a worker
 thread. Latency metrics use `time.perf_counter` (real time: the injected clock may be virtual).
 
+Size: over 600 lines because the loop's steps above are methods of `Updater` that share its state (the
+pod and VPA caches, both token buckets, the in-place memory, the metrics); each step is a few dozen lines.
+
 Must not: import other components, decide which pods to update (that is `vpa.logic`), or build raw API
 requests (that is `vpa.kube.actuating`).
 """

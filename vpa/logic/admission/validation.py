@@ -20,6 +20,9 @@ Rules are upstream's, in upstream's order, with these decisions:
 - wrong JSON types and unparsable quantities are `Invalid value` errors naming the field (upstream answers
   with an internal error); the function never raises.
 
+Size: over 600 lines because it is one walk over the VPA object (`_Validator`, a method per part of the
+spec) in upstream's order, each rule a few lines; it reads best whole, beside upstream's.
+
 Must not: read feature gates from anywhere but its argument, log, or do I/O.
 """
 

@@ -7,6 +7,9 @@ merge of aggregates by container name (plus checkpointed state) that estimation 
 checkpoint stores (minus each live container's in-progress memory peak); and aggregate garbage
 collection (empty and non-contributive, or expired after the memory window), whole or in small steps.
 
+Size: over 600 lines because `ClusterState` is one class whose maps (pods, aggregates, VPAs and the
+per-namespace VPA index) change together on every call; split, each part would reach into the others'.
+
 Must not: call the API, resolve controllers (the caller says which pods still have a live controller),
 read the clock (every mutating call takes `now` or a sample time), log, or emit metrics.
 """

@@ -22,6 +22,8 @@ Must not: plan across pods or order them (that is `vpa.logic.updater.plan`), cal
 log.
 Duplication note: `proportional_limit` mirrors the admission controller's rule; the admission logic (built
 separately in `vpa/logic/capping.py`) should share one implementation once both land.
+Size: over 600 lines because a resize's changes, its disruption, the QoS it keeps and the decision built
+from them all read the same container policies and values; they read best together, in that order.
 """
 
 from __future__ import annotations
