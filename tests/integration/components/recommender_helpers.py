@@ -12,7 +12,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from vpa.components.recommender import LoopReport, Recommender
+from vpa.components.recommender import LoopReport, Recommender, RecommenderGroup
 from vpa.kube import converting
 from vpa.kube.client import ClientOptions, KubeClient, api_path
 from vpa.kube.watching import WatchCache
@@ -45,10 +45,10 @@ class Harness:
     def new_recommender(self) -> Recommender:
         """A fresh recommender (as a new process would be) on the same caches and client."""
         self.registry = CollectorRegistry()
-        self.recommender = Recommender.from_client(
+        self.recommender = RecommenderGroup.from_client(
             self.settings, common=self.common, gates=self.gates, client=self.client, pods=self.pods,
             vpas=self.vpas, clock=self.cluster.clock, registry=self.registry,
-        )
+        ).recommenders[0]
         return self.recommender
 
     @property

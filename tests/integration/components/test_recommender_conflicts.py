@@ -22,7 +22,7 @@ from tests.integration.components.recommender_helpers import (
     settings,
     vpa,
 )
-from vpa.components.recommender import Recommender
+from vpa.components.recommender import RecommenderGroup
 from vpa.kube.eventing import EventRecorder
 from vpa.kube.neighbourwatching import hpa_cache, node_cache
 from vpa.model import quantity
@@ -44,9 +44,10 @@ async def wired(h: Harness) -> AsyncIterator[EventRecorder]:
     try:
         await asyncio.wait_for(asyncio.gather(nodes.wait_synced(), hpas.wait_synced()), timeout=10)
         h.registry = CollectorRegistry()
-        h.recommender = Recommender.from_client(
+        h.recommender = RecommenderGroup.from_client(
             h.settings, common=h.common, gates=FeatureGates(), client=h.client, pods=h.pods, vpas=h.vpas,
-            clock=h.cluster.clock, registry=h.registry, nodes=nodes, hpas=hpas, recorder=recorder)
+            clock=h.cluster.clock, registry=h.registry, nodes=nodes, hpas=hpas, recorder=recorder,
+        ).recommenders[0]
         yield recorder
     finally:
         for task in tasks:

@@ -23,7 +23,7 @@ from tests.integration.components.recommender_helpers import (
     vpa,
 )
 from tests.integration.components.test_recommender import STEADY, STEP_S, written
-from vpa.components.recommender import Recommender
+from vpa.components.recommender import RecommenderGroup
 from vpa.kube.converting import format_time
 from vpa.kube.evictionwatching import eviction_event_cache
 from vpa.kube.watching import WatchCache
@@ -37,9 +37,9 @@ async def with_eviction_events(h: Harness, gates: FeatureGates | None = None,
     """Replace the harness's recommender with one fed by a running `Evicted` events watch."""
     events = eviction_event_cache(h.client, h.cluster.clock)
     h.registry = CollectorRegistry()
-    h.recommender = Recommender.from_client(
+    h.recommender = RecommenderGroup.from_client(
         h.settings, common=h.common, gates=gates or FeatureGates(), client=h.client, pods=h.pods,
-        vpas=h.vpas, clock=h.cluster.clock, registry=h.registry, events=events)
+        vpas=h.vpas, clock=h.cluster.clock, registry=h.registry, events=events).recommenders[0]
     task = asyncio.create_task(events.run())
     try:
         await asyncio.wait_for(events.wait_synced(), timeout=10)

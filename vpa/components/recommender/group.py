@@ -18,7 +18,7 @@ from vpa.components.health import HealthState
 from vpa.components.recommender.history import HistorySource, PrometheusClientMetrics
 from vpa.components.recommender.loop import run_loop, tick_forever
 from vpa.components.recommender.metrics import RecommenderMetrics
-from vpa.components.recommender.ports import CheckpointSink, EventSink, ObjectSource
+from vpa.components.recommender.ports import CheckpointSink, EventSink, EventSource, Listing, ObjectSource
 from vpa.components.recommender.recommender import Recommender
 from vpa.components.recommender.reports import LoopReport, RestoreReport
 from vpa.components.triggering import Trigger
@@ -31,6 +31,7 @@ from vpa.kube.statuswriting import CheckpointStore, VpaStatusWriter
 from vpa.kube.targets import TargetResolver
 from vpa.model.clock import Clock
 from vpa.model.features import FeatureGates
+from vpa.model.node import HpaView, NodeView
 from vpa.model.pod import PodView
 from vpa.model.settings import CommonSettings, RecommenderSettings
 from vpa.model.vpa import (
@@ -122,20 +123,33 @@ class RecommenderGroup:
         registry: CollectorRegistry,
         health: HealthState | None = None,
         recorder: EventSink | None = None,
+        events: EventSource | None = None,
+        nodes: Listing[NodeView] | None = None,
+        hpas: Listing[HpaView] | None = None,
     ) -> RecommenderGroup:
-        """One recommender per `settings.recommender_names`, on shared kube adapters and collectors."""
+        """One recommender per `settings.recommender_names`, on shared kube adapters and collectors: the
+        production wiring (a process hosts one group, usually of one recommender).
+
+        `events` (`Evicted` events), `nodes` and `hpas` are caches the caller runs; each one not given the
+        group makes, when its settings read it, and runs while it leads."""
         namespace = common.vpa_object_namespace or None
         metrics = RecommenderMetrics(registry)
         metrics_source = PodMetricsReader(client, namespace)
         resolver = TargetResolver(client, clock, namespace=namespace)
         status_writer = VpaStatusWriter(client)
-        events = eviction_event_cache(client, clock, namespace)
-        background: list[Callable[[], Awaitable[None]]] = [events.run]
-        nodes = node_cache(client, clock) if settings.cap_to_largest_node or gates.daemonset_scope else None
-        hpas = hpa_cache(client, clock, namespace) if settings.detect_hpa_conflicts else None
-        for cache in (nodes, hpas):
-            if cache is not None:
-                background.append(cache.run)
+        background: list[Callable[[], Awaitable[None]]] = []
+        if events is None:
+            own_events = eviction_event_cache(client, clock, namespace)
+            events = own_events
+            background.append(own_events.run)
+        if nodes is None and (settings.cap_to_largest_node or gates.daemonset_scope):
+            own_nodes = node_cache(client, clock)
+            nodes = own_nodes
+            background.append(own_nodes.run)
+        if hpas is None and settings.detect_hpa_conflicts:
+            own_hpas = hpa_cache(client, clock, namespace)
+            hpas = own_hpas
+            background.append(own_hpas.run)
         reader = (PrometheusHistoryReader(settings.prometheus, namespace=common.vpa_object_namespace)
                   if settings.storage == "prometheus" else None)
         shared = _SharedReads(CheckpointStore(client, namespace), reader)

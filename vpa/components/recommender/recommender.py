@@ -11,7 +11,7 @@ in flight), MaintainCheckpoints and GarbageCollect (aggregates, hourly); the pro
 CPU work goes through `vpa.aio.pacing.paced`, which gives the event loop a turn every `chunk_budget_s`: the
 webhook, the leases and `/metrics` share the loop.
 
-It is a little over 600 lines because the steps share the recommender's state (tracked VPAs, applied pods,
+Size: a little over 600 lines because the steps share the recommender's state (tracked VPAs, applied pods,
 the OOM queue, written statuses); each step is a method of a few dozen lines.
 
 Must not: import other components, hold raw API dicts, let one VPA's failure stop the loop, or write a
@@ -65,12 +65,9 @@ from vpa.components.recommender.ports import (
     StatusSink,
 )
 from vpa.components.recommender.reports import TARGET_CHANGE_LINES, LoopReport, RestoreReport, TrackedVpa
-from vpa.kube.client import KubeClient
 from vpa.kube.eventing import ObjectRef
-from vpa.kube.historyreading import PrometheusHistoryReader
-from vpa.kube.metricsreading import MetricsRead, PodMetricsReader
-from vpa.kube.statuswriting import CheckpointStore, VpaStatusWriter
-from vpa.kube.targets import Resolution, TargetResolver
+from vpa.kube.metricsreading import MetricsRead
+from vpa.kube.targets import Resolution
 from vpa.logic.recommender.aggregation import OomRejected
 from vpa.logic.recommender.cluster import (
     ContainerId,
@@ -90,12 +87,11 @@ from vpa.logic.recommender.recommending import (
 from vpa.logic.recommender.statuswrites import worth_writing
 from vpa.logic.scope import is_scoped, scope_label, scope_value, with_scope_label
 from vpa.model.clock import Clock
-from vpa.model.features import FeatureGates
 from vpa.model.node import HpaView, NodeView
 from vpa.model.pod import PodView
 from vpa.model.resources import CPU, MEMORY
 from vpa.model.selector import Selector
-from vpa.model.settings import CommonSettings, RecommenderSettings
+from vpa.model.settings import RecommenderSettings
 from vpa.model.vpa import (
     Condition,
     ConditionType,
@@ -192,42 +188,6 @@ class Recommender:
         pods.on_update(self.ooms.on_pod_update)
         if events is not None:
             events.on_add(self.ooms.on_eviction_event)
-
-    @classmethod
-    def from_client(
-        cls,
-        settings: RecommenderSettings,
-        *,
-        common: CommonSettings,
-        gates: FeatureGates,
-        client: KubeClient,
-        pods: ObjectSource[PodView],
-        vpas: ObjectSource[VpaView],
-        clock: Clock,
-        registry: CollectorRegistry,
-        health: HealthState | None = None,
-        events: EventSource | None = None,
-        nodes: Listing[NodeView] | None = None,
-        hpas: Listing[HpaView] | None = None,
-        recorder: EventSink | None = None,
-    ) -> Recommender:
-        """The production wiring: the kube adapters on the process's shared client. `events`, if given, is
-        an `Evicted` events cache the caller runs; `nodes` and `hpas` are Node and HPA caches it runs."""
-        namespace = common.vpa_object_namespace or None
-        return cls(
-            settings, pods=pods, vpas=vpas, clock=clock,
-            metrics_source=PodMetricsReader(client, namespace),
-            resolver=TargetResolver(client, clock, namespace=namespace),
-            status_writer=VpaStatusWriter(client),
-            checkpoints=CheckpointStore(client, namespace),
-            registry=registry, health=health, namespace=common.vpa_object_namespace,
-            ignored_namespaces=common.ignored_vpa_object_namespaces, per_vpa_config=gates.per_vpa_config,
-            native_sidecars=gates.native_sidecar, initial_delay=gates.vpa_initial_delay,
-            daemonset_scope=gates.daemonset_scope,
-            history=(PrometheusHistoryReader(settings.prometheus, namespace=common.vpa_object_namespace)
-                     if settings.storage == "prometheus" else None),
-            events=events, nodes=nodes, hpas=hpas, recorder=recorder,
-        )
 
     def reset(self) -> None:
         """Forget everything learnt (a new leader term starts from checkpoints, as a new process would)."""
