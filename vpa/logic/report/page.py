@@ -4,8 +4,8 @@ and bounds over the time its pods and events cover) and a small script (summary 
 namespace and savings, hiding columns, reading the report data embedded as JSON) are all in the page.
 Amounts show as kubectl prints them (`25m`, `256Mi`).
 
-Must not: do I/O or read the clock (the caller passes `generated_at`), or compute anything the report
-logic owns (rows, sums).
+Must not: do I/O, read the clock (the caller passes `generated_at`) or compute what the report logic
+owns (rows, sums); nor may the page load anything from outside itself.
 """
 
 from __future__ import annotations
