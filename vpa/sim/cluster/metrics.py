@@ -6,12 +6,15 @@ Owns: `PodMetrics` (running pods only: `metadata{name, namespace, labels, creati
 instant (the current virtual time rounded down to the metrics resolution, so repeated reads within one
 resolution interval agree).
 
+The documents, the sampling instant and GET / LIST with their 404s are shared with the hollow nodes'
+metrics (`vpa.sim.kubernetes.hollow`), which read usage from the pods' status instead of the node agent.
+
 Must not: keep samples or write to the store: every reading is computed lazily from the node agent's state.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from vpa.model.clock import VirtualClock
@@ -35,8 +38,10 @@ def cpu_string(millicores: int) -> str:
     """CPU usage as a quantity of whole millicores (metrics-server would print nanocores, `123456789n`)."""
     return Quantity(millicores * 10**6).canonical() if millicores else "0"
 
-def pod_metrics_doc(pod: Mapping[str, Any], usage: list[tuple[str, int, int]], t: float, created: float,
-                    window_s: float) -> JsonObj:
+
+def pod_metrics_doc(
+    pod: Mapping[str, Any], usage: list[tuple[str, int, int]], t: float, created: float, window_s: float
+) -> JsonObj:
     """The `metrics.k8s.io/v1beta1` PodMetrics of `pod` at `t`, from (container, millicores, bytes)."""
     md = pod.get("metadata") or {}
     return {
@@ -56,6 +61,87 @@ def pod_metrics_doc(pod: Mapping[str, Any], usage: list[tuple[str, int, int]], t
         ],
     }
 
+
+def node_metrics_doc(
+    name: str, labels: Mapping[str, str], cpu: int, mem: int, t: float, created: float, window_s: float
+) -> JsonObj:
+    """The `metrics.k8s.io/v1beta1` NodeMetrics of node `name` at `t`, from its pods' summed usage."""
+    return {
+        "kind": "NodeMetrics",
+        "apiVersion": "metrics.k8s.io/v1beta1",
+        "metadata": {"name": name, "labels": labels, "creationTimestamp": _stamp(created)},
+        "timestamp": _stamp(t),
+        "window": _window(window_s),
+        "usage": {"cpu": cpu_string(cpu), "memory": memory_string(mem)},
+    }
+
+
+def sample_instant(now: float, resolution_s: float) -> float:
+    """`now` rounded down to the metrics resolution: reads within one resolution interval agree."""
+    return (now // resolution_s) * resolution_s if resolution_s > 0 else now
+
+
+def read_pod_metrics(
+    namespace: str | None,
+    name: str | None,
+    label_selector: str | None,
+    get: Callable[[str | None, str], Mapping[str, Any] | None],
+    pods: Iterable[Mapping[str, Any]],
+    metrics: Callable[[Mapping[str, Any]], JsonObj | None],
+) -> list[JsonObj]:
+    """A PodMetrics GET (`get` the pod; 404 when it has no metrics) or LIST (`pods`, in their order, by
+    namespace and labels); `metrics` is None for a pod without any (not running)."""
+    if name is not None:
+        pod = get(namespace, name)
+        item = metrics(pod) if pod is not None else None
+        if item is None:
+            raise ApiError(
+                404,
+                "NotFound",
+                f'podmetrics.metrics.k8s.io "{namespace}/{name}" not found',
+                kind="pods",
+                name=name,
+                group="metrics.k8s.io",
+            )
+        return [item]
+    out: list[JsonObj] = []
+    for pod in pods:
+        md = pod.get("metadata") or {}
+        if namespace and md.get("namespace") != namespace:
+            continue
+        if not _selector_matches(label_selector, md.get("labels") or {}):
+            continue
+        item = metrics(pod)
+        if item is not None:
+            out.append(item)
+    return out
+
+
+def read_node_metrics(
+    name: str | None,
+    label_selector: str | None,
+    names: Iterable[str],
+    metrics: Callable[[str], JsonObj | None],
+) -> list[JsonObj]:
+    """A NodeMetrics GET (404 for a node `metrics` does not know) or LIST (`names`, in order, by labels)."""
+    if name is not None:
+        item = metrics(name)
+        if item is None:
+            raise ApiError(
+                404,
+                "NotFound",
+                f'nodemetrics.metrics.k8s.io "{name}" not found',
+                kind="nodes",
+                name=name,
+                group="metrics.k8s.io",
+            )
+        return [item]
+    out = []
+    for node_name in names:
+        item = metrics(node_name)
+        if item is not None and _selector_matches(label_selector, item["metadata"]["labels"]):
+            out.append(item)
+    return out
 
 
 def memory_string(value: int) -> str:
@@ -136,9 +222,7 @@ class Metrics:
         )
 
     def sample_time(self) -> float:
-        res = self.options.metrics_resolution_s
-        now = self.clock.now()
-        return (now // res) * res if res > 0 else now
+        return sample_instant(self.clock.now(), self.options.metrics_resolution_s)
 
     def _usage(self, pod: Mapping[str, Any], t: float) -> list[tuple[str, int, int]] | None:
         k = (
@@ -192,32 +276,20 @@ class Metrics:
     ) -> list[JsonObj]:
         t = self.sample_time()
         store = self.agent.store
-        if name is not None:
-            pod = store.get("pods", namespace, name)
-            item = self.pod_metrics(pod, t) if pod is not None else None
-            if item is None:
-                raise ApiError(
-                    404,
-                    "NotFound",
-                    f'podmetrics.metrics.k8s.io "{namespace}/{name}" not found',
-                    kind="pods",
-                    name=name,
-                    group="metrics.k8s.io",
-                )
-            return [item]
-        out: list[JsonObj] = []
-        for k in sorted(self.agent.runs):
-            if namespace and k[0] != namespace:
-                continue
-            pod = store.get("pods", k[0], k[1])
-            if pod is None or not _selector_matches(
-                label_selector, (pod.get("metadata") or {}).get("labels") or {}
-            ):
-                continue
-            item = self.pod_metrics(pod, t)
-            if item is not None:
-                out.append(item)
-        return out
+        pods = (
+            pod
+            for k in sorted(self.agent.runs)
+            if not namespace or k[0] == namespace
+            if (pod := store.get("pods", k[0], k[1])) is not None
+        )
+        return read_pod_metrics(
+            namespace,
+            name,
+            label_selector,
+            lambda ns, n: store.get("pods", ns, n),
+            pods,
+            lambda pod: self.pod_metrics(pod, t),
+        )
 
     def node_metrics(self, node_name: str, t: float) -> JsonObj | None:
         node = self.agent.nodes.get(node_name)
@@ -231,38 +303,15 @@ class Metrics:
                 cpu += c
                 mem += m
         obj = self.agent.store.get("nodes", None, node_name) or {}
-        return {
-            "kind": "NodeMetrics",
-            "apiVersion": "metrics.k8s.io/v1beta1",
-            "metadata": {
-                "name": node_name,
-                "labels": (obj.get("metadata") or {}).get("labels") or {},
-                "creationTimestamp": _stamp(self.clock.now()),
-            },
-            "timestamp": _stamp(t),
-            "window": _window(self.options.metrics_window_s),
-            "usage": {"cpu": cpu_string(cpu), "memory": memory_string(mem)},
-        }
+        labels = (obj.get("metadata") or {}).get("labels") or {}
+        return node_metrics_doc(
+            node_name, labels, cpu, mem, t, self.clock.now(), self.options.metrics_window_s
+        )
 
     def list_nodes(
         self, namespace: str | None, name: str | None, label_selector: str | None = None
     ) -> list[JsonObj]:
         t = self.sample_time()
-        if name is not None:
-            item = self.node_metrics(name, t)
-            if item is None:
-                raise ApiError(
-                    404,
-                    "NotFound",
-                    f'nodemetrics.metrics.k8s.io "{name}" not found',
-                    kind="nodes",
-                    name=name,
-                    group="metrics.k8s.io",
-                )
-            return [item]
-        out = []
-        for node_name in self.agent.node_order:
-            item = self.node_metrics(node_name, t)
-            if item is not None and _selector_matches(label_selector, item["metadata"]["labels"]):
-                out.append(item)
-        return out
+        return read_node_metrics(
+            name, label_selector, self.agent.node_order, lambda n: self.node_metrics(n, t)
+        )

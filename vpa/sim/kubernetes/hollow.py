@@ -24,11 +24,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vpa.sim.cluster.metrics import _selector_matches, cpu_string, memory_string, pod_metrics_doc
-from vpa.sim.cluster.nodeagent import parse_time, rfc3339
+from vpa.sim.cluster.metrics import (
+    node_metrics_doc,
+    pod_metrics_doc,
+    read_node_metrics,
+    read_pod_metrics,
+    sample_instant,
+)
+from vpa.sim.cluster.nodeagent import parse_time
 from vpa.sim.cluster.pods import container_amounts, is_sidecar
 from vpa.sim.cluster.usage import UsageRegistry
-from vpa.sim.contracts import ApiError, JsonObj
+from vpa.sim.contracts import JsonObj
 from vpa.sim.kubernetes.controlplane import ControlPlaneError
 from vpa.sim.kubernetes.remotestore import RemoteStore
 
@@ -207,9 +213,7 @@ class HollowNodes:
     # --- metrics.k8s.io -------------------------------------------------------------------------------
 
     def _sample_time(self) -> float:
-        res = self.metrics_resolution_s
-        now = time.time()
-        return (now // res) * res if res > 0 else now
+        return sample_instant(time.time(), self.metrics_resolution_s)
 
     def _pod_metrics(self, pod: Mapping[str, Any], t: float) -> JsonObj | None:
         usage = self.container_usage(pod, t)
@@ -221,34 +225,22 @@ class HollowNodes:
         self, namespace: str | None, name: str | None, label_selector: str | None = None
     ) -> list[JsonObj]:
         t = self._sample_time()
-        if name is not None:
-            pod = self.store.get("pods", namespace, name)
-            item = self._pod_metrics(pod, t) if pod is not None else None
-            if item is None:
-                raise ApiError(404, "NotFound", f'podmetrics.metrics.k8s.io "{namespace}/{name}" not found',
-                               kind="pods", name=name, group="metrics.k8s.io")  # fmt: skip
-            return [item]
-        out: list[JsonObj] = []
-        for pod in sorted(self._pods(), key=lambda p: (p["metadata"]["namespace"], p["metadata"]["name"])):
-            md = pod.get("metadata") or {}
-            if namespace and md.get("namespace") != namespace:
-                continue
-            if not _selector_matches(label_selector, md.get("labels") or {}):
-                continue
-            item = self._pod_metrics(pod, t)
-            if item is not None:
-                out.append(item)
-        return out
+        pods = sorted(self._pods(), key=lambda p: (p["metadata"]["namespace"], p["metadata"]["name"]))
+        return read_pod_metrics(
+            namespace,
+            name,
+            label_selector,
+            lambda ns, n: self.store.get("pods", ns, n),
+            pods,
+            lambda pod: self._pod_metrics(pod, t),
+        )
 
     def list_nodes(
         self, namespace: str | None, name: str | None, label_selector: str | None = None
     ) -> list[JsonObj]:
         t = self._sample_time()
         names = [name] if name is not None else self.names
-        if name is not None and name not in self.kubeconfigs:
-            raise ApiError(404, "NotFound", f'nodemetrics.metrics.k8s.io "{name}" not found',
-                           kind="nodes", name=name, group="metrics.k8s.io")  # fmt: skip
-        sums = {n: [0, 0] for n in names}
+        sums = {n: [0, 0] for n in names if n in self.kubeconfigs}
         for pod in self._pods():
             node = (pod.get("spec") or {}).get("nodeName")
             if node not in sums:
@@ -256,17 +248,11 @@ class HollowNodes:
             for _c, cpu, mem in self.container_usage(pod, t) or ():
                 sums[node][0] += cpu
                 sums[node][1] += mem
-        out: list[JsonObj] = []
-        for n in names:
+
+        def node_metrics(n: str) -> JsonObj | None:
+            if n not in sums:
+                return None
             labels = ((self.store.get("nodes", None, n) or {}).get("metadata") or {}).get("labels") or {}
-            if not _selector_matches(label_selector, labels):
-                continue
-            out.append({
-                "kind": "NodeMetrics",
-                "apiVersion": "metrics.k8s.io/v1beta1",
-                "metadata": {"name": n, "labels": labels, "creationTimestamp": rfc3339(time.time())},
-                "timestamp": rfc3339(t),
-                "window": f"{self.metrics_window_s:g}s",
-                "usage": {"cpu": cpu_string(sums[n][0]), "memory": memory_string(sums[n][1])},
-            })  # fmt: skip
-        return out
+            return node_metrics_doc(n, labels, sums[n][0], sums[n][1], t, time.time(), self.metrics_window_s)
+
+        return read_node_metrics(name, label_selector, names, node_metrics)
