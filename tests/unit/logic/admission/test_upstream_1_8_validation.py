@@ -12,6 +12,7 @@ test_upstream_1_8_matcher.py. No row disagrees.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -30,6 +31,11 @@ BOOST_GATE = (
     "in order to use startupBoost, you must enable feature gate CPUStartupBoost "
     "in the admission-controller args"
 )
+PER_VPA_GATE = "not supported when feature flag PerVPAConfig is disabled"
+MILLI_CPUS = "must be a whole number of milli CPUs"
+BYTES = "must be a whole number of bytes"
+OFF_MODE = {"updateMode": "Off"}
+FACTOR_2 = {"cpu": {"type": "Factor", "factor": 2}}
 
 
 def spec(**fields: Any) -> JSON:
@@ -48,488 +54,254 @@ def valid_limits(**fields: Any) -> JSON:
     return loot_box(mode="Auto", minAllowed={"cpu": "10"}, maxAllowed={"cpu": "100"}, **fields)
 
 
-PER_VPA_GATE = "not supported when feature flag PerVPAConfig is disabled"
-OFF_MODE = {"updateMode": "Off"}
-FACTOR_2 = {"cpu": {"type": "Factor", "factor": 2}}
+def in_policy(**fields: Any) -> JSON:
+    """A spec whose one container policy (for "loot box") has `fields`."""
+    return spec(resourcePolicy=policies(loot_box(**fields)))
+
+
+def off_with(policy: JSON) -> JSON:
+    """A spec in updateMode Off with `policy` as its one container policy."""
+    return spec(updatePolicy=OFF_MODE, resourcePolicy=policies(policy))
+
+
+def oom_bumps(ratio: str, min_bump: str) -> JSON:
+    """A spec in updateMode Off whose policy for every container sets the OOM bump-up ratio and minimum."""
+    return off_with({"containerName": "*", "mode": "Auto", "oomBumpUpRatio": ratio, "oomMinBumpUp": min_bump})
+
+
+def vpa(vpa_spec: JSON) -> JSON:
+    return {
+        "apiVersion": "autoscaling.k8s.io/v1",
+        "kind": "VerticalPodAutoscaler",
+        "metadata": {"name": "v", "namespace": "default"},
+        "spec": vpa_spec,
+    }
+
 
 # (name, spec, create, gates, old object's spec or None, first error or None, warnings)
-CASES: list[tuple[str, JSON, bool, FeatureGates, JSON | None, str | None, list[str]]] = [
-    ("empty update", {}, False, OFF, {}, None, []),
+Case = tuple[str, JSON, bool, FeatureGates, JSON | None, str | None, list[str]]
+
+
+def on_update(
+    name: str,
+    vpa_spec: JSON,
+    error: str | None = None,
+    *,
+    old: JSON | None = None,
+    warnings: Sequence[str] = (),
+) -> Case:
+    """A case upstream runs as an update with every gate off; its old object is `old`, else empty."""
+    return (name, vpa_spec, False, OFF, {} if old is None else old, error, list(warnings))
+
+
+def on_create(name: str, vpa_spec: JSON, error: str | None = None, gates: FeatureGates = OFF) -> Case:
+    """A case upstream runs as a create (no old object) with `gates`."""
+    return (name, vpa_spec, True, gates, None, error, [])
+
+
+# Upstream has each of these startupBoost cases at the top level and in a container policy: (what, boost,
+# gates, the error after the field's path or None).
+BOOSTS: list[tuple[str, JSON, FeatureGates, str | None]] = [
+    ("feature gate disabled", {"cpu": {"factor": 2}}, OFF, f": Forbidden: {BOOST_GATE}"),
     (
+        "bad factor",
+        {"cpu": {"type": "Factor", "factor": 0}},
+        BOOST,
+        ".cpu.factor: Invalid value: 0: must be >= 1 for type Factor",
+    ),
+    (
+        "bad quantity",
+        {"cpu": {"type": "Quantity", "quantity": "187500u"}},
+        BOOST,
+        f'.cpu.quantity: Invalid value: "187500u": {MILLI_CPUS}',
+    ),
+    (
+        "bad type",
+        {"cpu": {"type": "bad"}},
+        BOOST,
+        '.cpu.type: Unsupported value: "bad": supported values: "Factor", "Quantity"',
+    ),
+    ("empty type", {"cpu": {}}, BOOST, ".cpu.type: Required value: must be either Factor or Quantity"),
+    ("valid factor", FACTOR_2, BOOST, None),
+    ("valid quantity", {"cpu": {"type": "Quantity", "quantity": "100m"}}, BOOST, None),
+]
+
+CASES: list[Case] = [
+    on_update("empty update", {}),
+    on_create(
         "empty create",
         {},
-        True,
-        OFF,
-        None,
         "spec.targetRef: Required value: If you're using v1beta1 version of the API, please migrate to v1",
-        [],
     ),
-    (
+    on_update(
         "no update mode",
         spec(updatePolicy={}),
-        False,
-        OFF,
-        {},
         "spec.updatePolicy.updateMode: Required value: updateMode is required if UpdatePolicy is used",
-        [],
     ),
-    (
+    on_update(
         "bad update mode",
         spec(updatePolicy={"updateMode": "bad"}),
-        False,
-        OFF,
-        {},
         'spec.updatePolicy.updateMode: Unsupported value: "bad": supported values: "InPlace", '
         '"InPlaceOrRecreate", "Initial", "Off", "Recreate"',
-        [],
     ),
-    (
-        "InPlaceOrRecreate update mode set",
-        spec(updatePolicy={"updateMode": "InPlaceOrRecreate"}),
-        False,
-        OFF,
-        {},
-        None,
-        [],
-    ),
-    (
+    on_update("InPlaceOrRecreate update mode set", spec(updatePolicy={"updateMode": "InPlaceOrRecreate"})),
+    on_update(
         "deprecated Auto update mode set",
         spec(updatePolicy={"updateMode": "Auto"}),
-        False,
-        OFF,
-        {},
-        None,
-        [AUTO_DEPRECATION_WARNING],
+        warnings=[AUTO_DEPRECATION_WARNING],
     ),
-    (
+    on_update(
         "zero minReplicas",
         spec(updatePolicy={"minReplicas": 0, "updateMode": "Off"}),
-        False,
-        OFF,
-        {},
         "spec.updatePolicy.minReplicas: Invalid value: 0: minReplicas has to be positive",
-        [],
     ),
-    (
-        "no policy name",
-        spec(resourcePolicy=policies({})),
-        False,
-        OFF,
-        {},
-        f"{P}.containerName: Required value",
-        [],
-    ),
-    (
+    on_update("no policy name", spec(resourcePolicy=policies({})), f"{P}.containerName: Required value"),
+    on_update(
         "invalid scaling mode",
-        spec(resourcePolicy=policies(loot_box(mode="bad"))),
-        False,
-        OFF,
-        {},
+        in_policy(mode="bad"),
         f'{P}.mode: Unsupported value: "bad": supported values: "Auto", "Off"',
-        [],
     ),
-    (
+    on_update(
         "more than one recommender",
         spec(updatePolicy=OFF_MODE, recommenders=[{"name": "test1"}, {"name": "test2"}]),
-        False,
-        OFF,
-        {},
         "spec.recommenders: Too many: 2: must have at most 1 item",
-        [],
     ),
-    (
+    on_update(
         "bad limits",
-        spec(resourcePolicy=policies(loot_box(minAllowed={"cpu": "100"}, maxAllowed={"cpu": "10"}))),
-        False,
-        OFF,
-        {},
+        in_policy(minAllowed={"cpu": "100"}, maxAllowed={"cpu": "10"}),
         f'{P}.maxAllowed[cpu]: Invalid value: "10": max resource for cpu is lower than min of "100"',
-        [],
     ),
-    (
+    on_update(
         "bad minAllowed cpu value",
-        spec(resourcePolicy=policies(loot_box(minAllowed={"cpu": "187500u"}, maxAllowed={"cpu": "275m"}))),
-        False,
-        OFF,
-        {},
-        f'{P}.minAllowed[cpu]: Invalid value: "187500u": must be a whole number of milli CPUs',
-        [],
+        in_policy(minAllowed={"cpu": "187500u"}, maxAllowed={"cpu": "275m"}),
+        f'{P}.minAllowed[cpu]: Invalid value: "187500u": {MILLI_CPUS}',
     ),
-    (
+    on_update(
         "bad minAllowed memory value",
-        spec(
-            resourcePolicy=policies(
-                loot_box(
-                    minAllowed={"cpu": "1m", "memory": "100m"}, maxAllowed={"cpu": "275m", "memory": "500M"}
-                )
-            )
-        ),
-        False,
-        OFF,
-        {},
-        f'{P}.minAllowed[memory]: Invalid value: "100m": must be a whole number of bytes',
-        [],
+        in_policy(minAllowed={"cpu": "1m", "memory": "100m"}, maxAllowed={"cpu": "275m", "memory": "500M"}),
+        f'{P}.minAllowed[memory]: Invalid value: "100m": {BYTES}',
     ),
-    (
+    on_update(
         "bad maxAllowed cpu value",
-        spec(resourcePolicy=policies(loot_box(minAllowed={}, maxAllowed={"cpu": "187500u"}))),
-        False,
-        OFF,
-        {},
-        f'{P}.maxAllowed[cpu]: Invalid value: "187500u": must be a whole number of milli CPUs',
-        [],
+        in_policy(minAllowed={}, maxAllowed={"cpu": "187500u"}),
+        f'{P}.maxAllowed[cpu]: Invalid value: "187500u": {MILLI_CPUS}',
     ),
-    (
+    on_update(
         "bad maxAllowed memory value",
-        spec(
-            resourcePolicy=policies(
-                loot_box(minAllowed={"cpu": "1m"}, maxAllowed={"cpu": "275m", "memory": "500m"})
-            )
-        ),
-        False,
-        OFF,
-        {},
-        f'{P}.maxAllowed[memory]: Invalid value: "500m": must be a whole number of bytes',
-        [],
+        in_policy(minAllowed={"cpu": "1m"}, maxAllowed={"cpu": "275m", "memory": "500m"}),
+        f'{P}.maxAllowed[memory]: Invalid value: "500m": {BYTES}',
     ),
-    (
+    on_update(
         "scaling off with controlled values requests and limits",
-        spec(resourcePolicy=policies(loot_box(mode="Off", controlledValues="RequestsAndLimits"))),
-        False,
-        OFF,
-        {},
+        in_policy(mode="Off", controlledValues="RequestsAndLimits"),
         f"{P}.controlledValues: Forbidden: "
         "controlledValues shouldn't be specified if container scaling mode is off",
-        [],
     ),
-    (
+    on_update(
         "all valid",
         spec(resourcePolicy=policies(valid_limits()), updatePolicy={"updateMode": "Off", "minReplicas": 1}),
-        False,
-        OFF,
-        {},
-        None,
-        [],
     ),
-    (
-        "top-level startupBoost with feature gate disabled",
-        spec(startupBoost={"cpu": {"factor": 2}}),
-        True,
-        OFF,
-        None,
-        f"spec.startupBoost: Forbidden: {BOOST_GATE}",
-        [],
+    *(
+        case
+        for what, boost, gates, error in BOOSTS
+        for case in (
+            on_create(
+                f"top-level startupBoost with {what}",
+                spec(startupBoost=boost),
+                error and f"spec.startupBoost{error}",
+                gates,
+            ),
+            on_create(
+                f"container startupBoost with {what}",
+                in_policy(startupBoost=boost),
+                error and f"{P}.startupBoost{error}",
+                gates,
+            ),
+        )
     ),
-    (
-        "container startupBoost with feature gate disabled",
-        spec(resourcePolicy=policies(loot_box(startupBoost={"cpu": {"factor": 2}}))),
-        True,
-        OFF,
-        None,
-        f"{P}.startupBoost: Forbidden: {BOOST_GATE}",
-        [],
-    ),
-    (
-        "top-level startupBoost with bad factor",
-        spec(startupBoost={"cpu": {"type": "Factor", "factor": 0}}),
-        True,
-        BOOST,
-        None,
-        "spec.startupBoost.cpu.factor: Invalid value: 0: must be >= 1 for type Factor",
-        [],
-    ),
-    (
-        "container startupBoost with bad factor",
-        spec(resourcePolicy=policies(loot_box(startupBoost={"cpu": {"type": "Factor", "factor": 0}}))),
-        True,
-        BOOST,
-        None,
-        f"{P}.startupBoost.cpu.factor: Invalid value: 0: must be >= 1 for type Factor",
-        [],
-    ),
-    (
-        "top-level startupBoost with bad quantity",
-        spec(startupBoost={"cpu": {"type": "Quantity", "quantity": "187500u"}}),
-        True,
-        BOOST,
-        None,
-        'spec.startupBoost.cpu.quantity: Invalid value: "187500u": must be a whole number of milli CPUs',
-        [],
-    ),
-    (
-        "container startupBoost with bad quantity",
-        spec(
-            resourcePolicy=policies(
-                loot_box(startupBoost={"cpu": {"type": "Quantity", "quantity": "187500u"}})
-            )
-        ),
-        True,
-        BOOST,
-        None,
-        f'{P}.startupBoost.cpu.quantity: Invalid value: "187500u": must be a whole number of milli CPUs',
-        [],
-    ),
-    (
-        "top-level startupBoost with bad type",
-        spec(startupBoost={"cpu": {"type": "bad"}}),
-        True,
-        BOOST,
-        None,
-        'spec.startupBoost.cpu.type: Unsupported value: "bad": supported values: "Factor", "Quantity"',
-        [],
-    ),
-    (
-        "container startupBoost with bad type",
-        spec(resourcePolicy=policies(loot_box(startupBoost={"cpu": {"type": "bad"}}))),
-        True,
-        BOOST,
-        None,
-        f'{P}.startupBoost.cpu.type: Unsupported value: "bad": supported values: "Factor", "Quantity"',
-        [],
-    ),
-    (
-        "top-level startupBoost with empty type",
-        spec(startupBoost={"cpu": {}}),
-        True,
-        BOOST,
-        None,
-        "spec.startupBoost.cpu.type: Required value: must be either Factor or Quantity",
-        [],
-    ),
-    (
-        "container startupBoost with empty type",
-        spec(resourcePolicy=policies(loot_box(startupBoost={"cpu": {}}))),
-        True,
-        BOOST,
-        None,
-        f"{P}.startupBoost.cpu.type: Required value: must be either Factor or Quantity",
-        [],
-    ),
-    ("top-level startupBoost with valid factor", spec(startupBoost=FACTOR_2), True, BOOST, None, None, []),
-    (
-        "container startupBoost with valid factor",
-        spec(resourcePolicy=policies(loot_box(startupBoost=FACTOR_2))),
-        True,
-        BOOST,
-        None,
-        None,
-        [],
-    ),
-    (
-        "top-level startupBoost with valid quantity",
-        spec(startupBoost={"cpu": {"type": "Quantity", "quantity": "100m"}}),
-        True,
-        BOOST,
-        None,
-        None,
-        [],
-    ),
-    (
-        "container startupBoost with valid quantity",
-        spec(
-            resourcePolicy=policies(loot_box(startupBoost={"cpu": {"type": "Quantity", "quantity": "100m"}}))
-        ),
-        True,
-        BOOST,
-        None,
-        None,
-        [],
-    ),
-    (
+    on_create(
         "top-level and container startupBoost",
         spec(
             startupBoost=FACTOR_2,
             resourcePolicy=policies(loot_box(startupBoost={"cpu": {"type": "Quantity", "quantity": "100m"}})),
         ),
-        True,
+        None,
         BOOST,
-        None,
-        None,
-        [],
     ),
-    (
-        "per-vpa config active and used",
-        spec(updatePolicy=OFF_MODE, resourcePolicy=policies(valid_limits(oomBumpUpRatio="2"))),
-        True,
-        PER_VPA,
-        None,
-        None,
-        [],
-    ),
-    (
+    on_create("per-vpa config active and used", off_with(valid_limits(oomBumpUpRatio="2")), None, PER_VPA),
+    on_create(
         "per-vpa config active and used evictOOMThreshold",
         spec(
             updatePolicy={"updateMode": "Off", "evictAfterOOMSeconds": 600},
             resourcePolicy=policies(valid_limits(oomBumpUpRatio="2")),
         ),
-        True,
+        None,
         PER_VPA,
-        None,
-        None,
-        [],
     ),
-    (
+    on_create(
         "Invalid oomBumpUpRatio (negative value)",
-        spec(
-            updatePolicy=OFF_MODE,
-            resourcePolicy=policies(
-                {"containerName": "*", "mode": "Auto", "oomBumpUpRatio": "-1", "oomMinBumpUp": "104857600"}
-            ),
-        ),
-        True,
-        PER_VPA,
-        None,
+        oom_bumps("-1", "104857600"),
         f"{P}.oomBumpUpRatio: Invalid value: -1: must be greater than or equal to 1.0",
-        [],
+        PER_VPA,
     ),
-    (
+    on_create(
         "Invalid oomBumpUpRatio (less than 1)",
-        spec(
-            updatePolicy=OFF_MODE,
-            resourcePolicy=policies(
-                {"containerName": "*", "mode": "Auto", "oomBumpUpRatio": "0.5", "oomMinBumpUp": "104857600"}
-            ),
-        ),
-        True,
-        PER_VPA,
-        None,
+        oom_bumps("0.5", "104857600"),
         f"{P}.oomBumpUpRatio: Invalid value: 0.5: must be greater than or equal to 1.0",
-        [],
+        PER_VPA,
     ),
-    (
+    on_create(
         "Invalid oomMinBumpUp (negative value)",
-        spec(
-            updatePolicy=OFF_MODE,
-            resourcePolicy=policies(
-                {"containerName": "*", "mode": "Auto", "oomBumpUpRatio": "2", "oomMinBumpUp": "-1"}
-            ),
-        ),
-        True,
-        PER_VPA,
-        None,
+        oom_bumps("2", "-1"),
         f"{P}.oomMinBumpUp: Invalid value: -1: must be greater than or equal to 0",
-        [],
+        PER_VPA,
     ),
-    (
+    on_create(
         "per-vpa config disabled and used",
-        spec(updatePolicy=OFF_MODE, resourcePolicy=policies(valid_limits(oomMinBumpUp="2"))),
-        True,
-        OFF,
-        None,
-        f"{P}.oomMinBumpUp: Forbidden: not supported when feature flag PerVPAConfig is disabled",
-        [],
+        off_with(valid_limits(oomMinBumpUp="2")),
+        f"{P}.oomMinBumpUp: Forbidden: {PER_VPA_GATE}",
     ),
-    (
-        "per-vpa config active with MemoryAggregationIntervalSeconds",
-        spec(
-            updatePolicy=OFF_MODE,
-            resourcePolicy=policies(valid_limits(memoryAggregationIntervalSeconds=3600)),
-        ),
-        True,
-        PER_VPA,
-        None,
-        None,
-        [],
+    *(
+        case
+        for unit, value in (("Seconds", 3600), ("Count", 10))
+        for case in (
+            on_create(
+                f"per-vpa config active with MemoryAggregationInterval{unit}",
+                off_with(valid_limits(**{f"memoryAggregationInterval{unit}": value})),
+                None,
+                PER_VPA,
+            ),
+            on_create(
+                f"per-vpa config disabled with MemoryAggregationInterval{unit}",
+                off_with(valid_limits(**{f"memoryAggregationInterval{unit}": value})),
+                f"{P}.memoryAggregationInterval{unit}: Forbidden: {PER_VPA_GATE}",
+            ),
+        )
     ),
-    (
-        "per-vpa config disabled with MemoryAggregationIntervalSeconds",
-        spec(
-            updatePolicy=OFF_MODE,
-            resourcePolicy=policies(valid_limits(memoryAggregationIntervalSeconds=3600)),
-        ),
-        True,
-        OFF,
-        None,
-        f"{P}.memoryAggregationIntervalSeconds: Forbidden: {PER_VPA_GATE}",
-        [],
+    *(
+        on_create(
+            f"invalid MemoryAggregationInterval{unit} {label}",
+            off_with(loot_box(mode="Auto", **{f"memoryAggregationInterval{unit}": value})),
+            f"{P}.memoryAggregationInterval{unit}: Invalid value: {value}: "
+            "must be greater than or equal to 1",
+            PER_VPA,
+        )
+        for unit, negative in (("Seconds", -5), ("Count", -3))
+        for label, value in (("zero", 0), ("negative", negative))
     ),
-    (
-        "per-vpa config active with MemoryAggregationIntervalCount",
-        spec(updatePolicy=OFF_MODE, resourcePolicy=policies(valid_limits(memoryAggregationIntervalCount=10))),
-        True,
-        PER_VPA,
-        None,
-        None,
-        [],
-    ),
-    (
-        "per-vpa config disabled with MemoryAggregationIntervalCount",
-        spec(updatePolicy=OFF_MODE, resourcePolicy=policies(valid_limits(memoryAggregationIntervalCount=10))),
-        True,
-        OFF,
-        None,
-        f"{P}.memoryAggregationIntervalCount: Forbidden: {PER_VPA_GATE}",
-        [],
-    ),
-    (
-        "invalid MemoryAggregationIntervalSeconds zero",
-        spec(
-            updatePolicy=OFF_MODE,
-            resourcePolicy=policies(loot_box(mode="Auto", memoryAggregationIntervalSeconds=0)),
-        ),
-        True,
-        PER_VPA,
-        None,
-        f"{P}.memoryAggregationIntervalSeconds: Invalid value: 0: must be greater than or equal to 1",
-        [],
-    ),
-    (
-        "invalid MemoryAggregationIntervalSeconds negative",
-        spec(
-            updatePolicy=OFF_MODE,
-            resourcePolicy=policies(loot_box(mode="Auto", memoryAggregationIntervalSeconds=-5)),
-        ),
-        True,
-        PER_VPA,
-        None,
-        f"{P}.memoryAggregationIntervalSeconds: Invalid value: -5: must be greater than or equal to 1",
-        [],
-    ),
-    (
-        "invalid MemoryAggregationIntervalCount zero",
-        spec(
-            updatePolicy=OFF_MODE,
-            resourcePolicy=policies(loot_box(mode="Auto", memoryAggregationIntervalCount=0)),
-        ),
-        True,
-        PER_VPA,
-        None,
-        f"{P}.memoryAggregationIntervalCount: Invalid value: 0: must be greater than or equal to 1",
-        [],
-    ),
-    (
-        "invalid MemoryAggregationIntervalCount negative",
-        spec(
-            updatePolicy=OFF_MODE,
-            resourcePolicy=policies(loot_box(mode="Auto", memoryAggregationIntervalCount=-3)),
-        ),
-        True,
-        PER_VPA,
-        None,
-        f"{P}.memoryAggregationIntervalCount: Invalid value: -3: must be greater than or equal to 1",
-        [],
-    ),
-    (
+    on_create(
         "creating VPA with InPlace update mode not allowed by disabled feature gate",
         spec(updatePolicy={"updateMode": "InPlace"}),
-        True,
-        OFF,
-        None,
         "spec.updatePolicy.updateMode: Forbidden: in order to use UpdateMode InPlace, "
-        "you must enable feature gate "
-        "InPlace in the admission-controller args",
-        [],
+        "you must enable feature gate InPlace in the admission-controller args",
     ),
-    (
+    on_create(
         "InPlace update mode with minReplicas",
         spec(updatePolicy={"updateMode": "InPlace", "minReplicas": 1}),
-        True,
+        None,
         IN_PLACE,
-        None,
-        None,
-        [],
     ),
-    (
+    on_create(
         "InPlace update mode with complete resource policy",
         spec(
             updatePolicy={"updateMode": "InPlace", "minReplicas": 1},
@@ -542,32 +314,21 @@ CASES: list[tuple[str, JSON, bool, FeatureGates, JSON | None, str | None, list[s
                 }
             ),
         ),
-        True,
+        None,
         IN_PLACE,
-        None,
-        None,
-        [],
     ),
-    (
+    on_create(
         "unsupported controlledResources entry rejected on create",
-        spec(resourcePolicy=policies(loot_box(controlledResources=["cpu", "broken"]))),
-        True,
-        OFF,
-        None,
+        in_policy(controlledResources=["cpu", "broken"]),
         f'{P}.controlledResources[1]: Unsupported value: "broken": supported values: "cpu", "memory"',
-        [],
     ),
-    (
+    on_update(
         "unsupported controlledResources entry allowed when present in old VPA",
-        spec(resourcePolicy=policies(loot_box(controlledResources=["cpu", "broken"]))),
-        False,
-        OFF,
-        spec(resourcePolicy=policies(loot_box(controlledResources=["broken"]))),
-        None,
-        [
+        in_policy(controlledResources=["cpu", "broken"]),
+        old=in_policy(controlledResources=["broken"]),
+        warnings=[
             f'{P}.controlledResources[1]: unsupported value "broken" is allowed only because it is present '
-            "in the "
-            'existing VPA object; supported values: "cpu", "memory"'
+            'in the existing VPA object; supported values: "cpu", "memory"'
         ],
     ),
 ]
@@ -586,14 +347,8 @@ def test_validate_vpa(
     error: str | None,
     warnings: list[str],
 ) -> None:
-    obj = {
-        "apiVersion": "autoscaling.k8s.io/v1",
-        "kind": "VerticalPodAutoscaler",
-        "metadata": {"name": "v", "namespace": "default"},
-        "spec": vpa_spec,
-    }
-    old = None if old_spec is None else {**obj, "spec": old_spec}
-    result = validate_vpa(obj, gates, old=old, create=create)
+    old = None if old_spec is None else vpa(old_spec)
+    result = validate_vpa(vpa(vpa_spec), gates, old=old, create=create)
     if error is None:
         assert result.allowed, result.message()
     else:
@@ -606,8 +361,7 @@ def test_validate_vpa(
 #     update when the old object already used the feature ------------------------------------------------
 
 BOOSTED_TOP = spec(startupBoost=FACTOR_2)
-BOOSTED_CONTAINER = spec(resourcePolicy=policies(loot_box(startupBoost=FACTOR_2)))
-PLAIN = spec()
+EVICT_60 = spec(updatePolicy={"updateMode": "Off", "evictAfterOOMSeconds": 60})
 ALLOW: list[tuple[str, JSON, FeatureGates, JSON | None, bool]] = [
     ("boost: feature enabled returns true", BOOSTED_TOP, BOOST, None, True),
     ("boost: feature disabled and oldObj nil returns false", BOOSTED_TOP, OFF, None, False),
@@ -622,14 +376,14 @@ ALLOW: list[tuple[str, JSON, FeatureGates, JSON | None, bool]] = [
         "boost: feature disabled but container StartupBoost set returns true",
         BOOSTED_TOP,
         OFF,
-        BOOSTED_CONTAINER,
+        in_policy(startupBoost=FACTOR_2),
         True,
     ),
     (
         "boost: feature disabled and no startup boost configured returns false",
         BOOSTED_TOP,
         OFF,
-        spec(resourcePolicy=policies(loot_box())),
+        in_policy(),
         False,
     ),
     (
@@ -639,52 +393,34 @@ ALLOW: list[tuple[str, JSON, FeatureGates, JSON | None, bool]] = [
         spec(resourcePolicy=policies()),
         False,
     ),
-    ("boost: feature disabled with ResourcePolicy nil returns false", BOOSTED_TOP, OFF, PLAIN, False),
-    (
-        "per-vpa: feature enabled returns true",
-        spec(updatePolicy={"updateMode": "Off", "evictAfterOOMSeconds": 60}),
-        PER_VPA,
-        None,
-        True,
-    ),
-    (
-        "per-vpa: feature disabled and oldObj nil returns false",
-        spec(updatePolicy={"updateMode": "Off", "evictAfterOOMSeconds": 60}),
-        OFF,
-        None,
-        False,
-    ),
+    ("boost: feature disabled with ResourcePolicy nil returns false", BOOSTED_TOP, OFF, spec(), False),
+    ("per-vpa: feature enabled returns true", EVICT_60, PER_VPA, None, True),
+    ("per-vpa: feature disabled and oldObj nil returns false", EVICT_60, OFF, None, False),
     (
         "per-vpa: feature disabled but EvictAfterOOMSeconds set returns true",
-        spec(updatePolicy={"updateMode": "Off", "evictAfterOOMSeconds": 60}),
+        EVICT_60,
         OFF,
         spec(updatePolicy={"updateMode": "Off", "evictAfterOOMSeconds": 30}),
         True,
     ),
     (
         "per-vpa: feature disabled but OOMBumpUpRatio set returns true",
-        spec(updatePolicy={"updateMode": "Off", "evictAfterOOMSeconds": 60}),
+        EVICT_60,
         OFF,
-        spec(resourcePolicy=policies(loot_box(oomBumpUpRatio="2"))),
+        in_policy(oomBumpUpRatio="2"),
         True,
     ),
     (
         "per-vpa: feature disabled but OOMMinBumpUp set returns true",
-        spec(updatePolicy={"updateMode": "Off", "evictAfterOOMSeconds": 60}),
+        EVICT_60,
         OFF,
-        spec(resourcePolicy=policies(loot_box(oomMinBumpUp="100Mi"))),
+        in_policy(oomMinBumpUp="100Mi"),
         True,
     ),
-    (
-        "per-vpa: feature disabled and no per-vpa config returns false",
-        spec(updatePolicy={"updateMode": "Off", "evictAfterOOMSeconds": 60}),
-        OFF,
-        spec(resourcePolicy=policies(loot_box())),
-        False,
-    ),
+    ("per-vpa: feature disabled and no per-vpa config returns false", EVICT_60, OFF, in_policy(), False),
     (
         "per-vpa: feature disabled with empty container policies returns false",
-        spec(updatePolicy={"updateMode": "Off", "evictAfterOOMSeconds": 60}),
+        EVICT_60,
         OFF,
         spec(resourcePolicy=policies()),
         False,
@@ -698,6 +434,5 @@ ALLOW: list[tuple[str, JSON, FeatureGates, JSON | None, bool]] = [
 def test_allow_gated_feature(
     vpa_spec: JSON, gates: FeatureGates, old_spec: JSON | None, allowed: bool
 ) -> None:
-    obj = {"metadata": {"name": "v", "namespace": "default"}, "spec": vpa_spec}
-    old = None if old_spec is None else {**obj, "spec": old_spec}
-    assert validate_vpa(obj, gates, old=old).allowed is allowed
+    old = None if old_spec is None else vpa(old_spec)
+    assert validate_vpa(vpa(vpa_spec), gates, old=old).allowed is allowed
