@@ -121,19 +121,7 @@ class AgentCore:
         if not run.counted:
             return (0, 0)
         spec = pod.get("spec") or {}
-        names = [c.get("name") for c in spec.get("containers") or []]
-        alloc = effective_requests(
-            spec,
-            containers_override=[
-                run.containers[n].allocated_amounts()[0] if n in run.containers else {} for n in names
-            ],
-        )
-        actual = effective_requests(
-            spec,
-            containers_override=[
-                run.containers[n].actual_amounts()[0] if n in run.containers else {} for n in names
-            ],
-        )
+        alloc, actual = self._held(spec, run)
         infeasible = run.pending is not None and run.pending[0] == "Infeasible"
         desired = (0, 0) if infeasible else effective_requests(spec)
         return (max(desired[0], alloc[0], actual[0]), max(desired[1], alloc[1], actual[1]))
@@ -141,7 +129,12 @@ class AgentCore:
     def _kube_view(self, pod: Mapping[str, Any], run: PodRun) -> tuple[int, int]:
         if not run.counted:
             return (0, 0)
-        spec = pod.get("spec") or {}
+        alloc, actual = self._held(pod.get("spec") or {}, run)
+        return (max(alloc[0], actual[0]), max(alloc[1], actual[1]))
+
+    @staticmethod
+    def _held(spec: Mapping[str, Any], run: PodRun) -> tuple[tuple[int, int], tuple[int, int]]:
+        """The pod's (CPU, memory) requests as allocated and as actuated, from its containers' runs."""
         names = [c.get("name") for c in spec.get("containers") or []]
         alloc = effective_requests(
             spec,
@@ -155,7 +148,7 @@ class AgentCore:
                 run.containers[n].actual_amounts()[0] if n in run.containers else {} for n in names
             ],
         )
-        return (max(alloc[0], actual[0]), max(alloc[1], actual[1]))
+        return alloc, actual
 
     def _enqueue_sync(self, k: Key) -> Any:
         def fire(_due: float) -> None:
