@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from vpa.sim import timestamps
 from vpa.sim.cluster import cron, disruption, patching, profiles
 from vpa.sim.contracts import ApiError
 
@@ -545,7 +546,7 @@ def cond(status: str, reason: str, message: str = "", at: float = T0, **extra: A
         "status": status,
         "reason": reason,
         "message": message,
-        "lastTransitionTime": disruption.rfc3339(at),
+        "lastTransitionTime": timestamps.rfc3339(at),
         **extra,
     }
 
@@ -809,7 +810,7 @@ def test_selector_as_go_prints_it(selector: dict[str, Any] | None, text: str) ->
 
 
 def test_pdb_disrupted_pods_count_until_they_expire() -> None:
-    pdb = {"spec": {"minAvailable": 1}, "status": {"disruptedPods": {"a": disruption.rfc3339(T0)}}}
+    pdb = {"spec": {"minAvailable": 1}, "status": {"disruptedPods": {"a": timestamps.rfc3339(T0)}}}
     pods = [ready_pod("a"), ready_pod("b")]
     assert disruption.compute(pdb, pods, lambda _p: 2, T0 + 10).current_healthy == 1
     assert disruption.compute(pdb, pods, lambda _p: 2, T0 + 200).current_healthy == 2

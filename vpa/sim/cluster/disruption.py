@@ -13,7 +13,6 @@ Must not: do I/O or read the clock (callers pass `now`).
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from typing import Any, Final
 
 from vpa.sim.cluster.pods import controller_of, is_ready
 from vpa.sim.contracts import ApiError, JsonObj
+from vpa.sim.timestamps import parse_time, rfc3339
 
 # A pod evicted less than this long ago still counts as disrupted while it has not gone away.
 DELETION_TIMEOUT_S: Final = 120.0
@@ -71,19 +71,6 @@ def unmanaged_pods_message(selector: Mapping[str, Any] | None) -> str:
         'result in undefined behavior. To account for these pods please set ".spec.minAvailable" field of '
         "the PDB to an integer value."
     )
-
-
-def rfc3339(t: float) -> str:
-    return dt.datetime.fromtimestamp(int(t), tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_time(text: str | None) -> float | None:
-    if not text:
-        return None
-    try:
-        return dt.datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC).timestamp()
-    except ValueError:
-        return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from vpa.model.clock import VirtualClock
+from vpa.sim import timestamps
 from vpa.sim.cluster import disruption, pods
 from vpa.sim.cluster.options import ClusterOptions
 from vpa.sim.cluster.patching import apply_patch
@@ -265,7 +266,7 @@ class PodApi:
                 "type": "PodScheduled",
                 "status": "True",
                 "lastProbeTime": None,
-                "lastTransitionTime": disruption.rfc3339(self.clock.now()),
+                "lastTransitionTime": timestamps.rfc3339(self.clock.now()),
             }
         )
         new.setdefault("status", {})["conditions"] = conds
@@ -362,7 +363,7 @@ class PodApi:
                     "reason": "EvictionByEvictionAPI",
                     "message": "Eviction API: evicting",
                     "lastProbeTime": None,
-                    "lastTransitionTime": disruption.rfc3339(self.clock.now()),
+                    "lastTransitionTime": timestamps.rfc3339(self.clock.now()),
                 }
             )
             new.setdefault("status", {})["conditions"] = conds

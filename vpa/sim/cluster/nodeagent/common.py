@@ -1,6 +1,6 @@
 """Helpers every part of the node agent shares: timestamps, container resources and the taints it adds.
 
-Owns: `rfc3339` / `parse_time` (whole seconds, as the kubelet writes them), a container's CPU and memory
+Owns: `rfc3339` / `parse_time` (re-exported from `vpa.sim.timestamps`), a container's CPU and memory
 requests and limits (`resources_of`), their parsed amounts (`amounts_of`, memoised; `same_amounts`), and the
 taints that stand for cordoned and not-ready nodes.
 
@@ -9,30 +9,13 @@ Must not: hold state or know pods' or nodes' lifecycles (`runs` holds the record
 
 from __future__ import annotations
 
-import datetime as dt
 import functools
 from collections.abc import Mapping
 from typing import Any
 
 from vpa.sim.cluster.pods import CPU, MEMORY, container_amounts
-
-
-def rfc3339(t: float) -> str:
-    return _rfc3339(int(t))
-
-
-@functools.lru_cache(maxsize=4096)
-def _rfc3339(t: int) -> str:
-    return dt.datetime.fromtimestamp(t, tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_time(text: str | None) -> float | None:
-    if not text:
-        return None
-    try:
-        return dt.datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC).timestamp()
-    except ValueError:
-        return None
+from vpa.sim.timestamps import parse_time as parse_time
+from vpa.sim.timestamps import rfc3339 as rfc3339
 
 
 def _limited(rl: Mapping[str, Any] | None) -> dict[str, Any]:

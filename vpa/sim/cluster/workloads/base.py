@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from vpa.model.clock import VirtualClock
-from vpa.sim.cluster import disruption
+from vpa.sim import timestamps
 from vpa.sim.cluster.options import ClusterOptions
 from vpa.sim.cluster.pods import controller_of, is_ready
 from vpa.sim.cluster.runtime import Key, Runtime
@@ -165,7 +165,7 @@ class ControllerBase:
         bumps that Event's `count` and `lastTimestamp` instead of adding another, as client-go's recorder
         does; the last `_REPEATED_EVENTS_KEPT` of them are remembered, as many as its cache holds."""
         md = obj.get("metadata") or {}
-        now = disruption.rfc3339(self.clock.now())
+        now = timestamps.rfc3339(self.clock.now())
         ns = md.get("namespace") or "default"
         key = (str(md.get("uid")), etype, reason, message)
         seen = self._repeated_events.get(key) if repeat else None

@@ -14,7 +14,8 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from vpa.sim.cluster import cron, disruption
+from vpa.sim import timestamps
+from vpa.sim.cluster import cron
 from vpa.sim.cluster.pods import controller_of, is_ready
 from vpa.sim.cluster.runtime import Key, key_of
 from vpa.sim.cluster.workloads.base import (
@@ -49,7 +50,7 @@ class Jobs(ControllerBase):
         succeeded = sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Succeeded")
         failed = sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Failed")
         active = [p for p in pods if is_active(p)]
-        now = disruption.rfc3339(self.clock.now())
+        now = timestamps.rfc3339(self.clock.now())
         done = (succeeded >= int(completions)) if completions is not None else (succeeded > 0 and not active)
         failed_out = failed > backoff_limit
         if not done and not failed_out and not spec.get("suspend"):
@@ -176,8 +177,8 @@ class CronJobs(ControllerBase):
                     if err.code != 404:
                         raise
         last = (
-            disruption.parse_time(status.get("lastScheduleTime"))
-            or disruption.parse_time(md.get("creationTimestamp"))
+            timestamps.parse_time(status.get("lastScheduleTime"))
+            or timestamps.parse_time(md.get("creationTimestamp"))
             or now
         )
         # Find the most recent missed time (<= now) after `last`.
@@ -225,7 +226,7 @@ class CronJobs(ControllerBase):
                         "labels": dict(tmd.get("labels") or {}),
                         "annotations": {
                             **(tmd.get("annotations") or {}),
-                            "batch.kubernetes.io/cronjob-scheduled-timestamp": disruption.rfc3339(scheduled),
+                            "batch.kubernetes.io/cronjob-scheduled-timestamp": timestamps.rfc3339(scheduled),
                         },
                         "ownerReferences": [owner_ref(cj)],
                     },
@@ -248,14 +249,14 @@ class CronJobs(ControllerBase):
                     if err.code != 409:
                         raise
         if scheduled is not None:
-            status["lastScheduleTime"] = disruption.rfc3339(scheduled)
+            status["lastScheduleTime"] = timestamps.rfc3339(scheduled)
         successful = [j for j in jobs if _job_finished(j) == "Complete"]
         if successful:
             status["lastSuccessfulTime"] = max(
                 (j.get("status") or {}).get("completionTime") or "" for j in successful
             )
         await self._write_status(CRONJOBS, cj, status)
-        nxt = schedule.next_after(max(now, disruption.parse_time(status.get("lastScheduleTime")) or now))
+        nxt = schedule.next_after(max(now, timestamps.parse_time(status.get("lastScheduleTime")) or now))
         self._wake_at(CRONJOBS, key_of(cj), nxt)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from vpa.sim import timestamps
 from vpa.sim.cluster import disruption
 from vpa.sim.cluster.pods import selector_matches
 from vpa.sim.cluster.runtime import Key
@@ -59,7 +60,7 @@ class Budgets(ControllerBase):
                 await self._event(pdb, "Warning", "UnmanagedPods", message, repeat=True)
         await self._write_status(PDBS, pdb, status)
         # Disrupted-pod entries expire: look again when the oldest one would.
-        stamps = [disruption.parse_time(s) for s in (status.get("disruptedPods") or {}).values()]
+        stamps = [timestamps.parse_time(s) for s in (status.get("disruptedPods") or {}).values()]
         due = [s + disruption.DELETION_TIMEOUT_S + 1 for s in stamps if s is not None]
         if due:
             self._wake_at(PDBS, k, min(due))

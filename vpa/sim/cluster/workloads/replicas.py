@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Mapping
 
+from vpa.sim import timestamps
 from vpa.sim.cluster import disruption
 from vpa.sim.cluster.pods import controller_of, is_ready, map_selector_matches, selector_matches
 from vpa.sim.cluster.runtime import Key, key_of
@@ -192,7 +193,7 @@ class Deployments(ControllerBase):
         available = sum(int((rs.get("status") or {}).get("availableReplicas") or 0) for rs in owned)
         cur_status = (self.rt.cache(REPLICASETS).get(key_of(current)) or current).get("status") or {}
         updated = int(cur_status.get("replicas") or 0)
-        now = disruption.rfc3339(self.clock.now())
+        now = timestamps.rfc3339(self.clock.now())
         old_conds = {c.get("type"): c for c in (dep.get("status") or {}).get("conditions") or []}
 
         def cond(ctype: str, ok: bool, reason: str, message: str) -> JsonObj:
