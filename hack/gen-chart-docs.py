@@ -184,6 +184,8 @@ def _flag_type(flag: table.FlagDef) -> dict[str, Any]:
     kind = flag.kind
     if kind is table.LABELS_KIND:
         return {"type": ["string", "object", "null"], "additionalProperties": {"type": "string"}}
+    if kind is table.AUTO_BOOL:  # `auto`, or a boolean as the flag was before it had `auto`
+        return {"type": ["string", "boolean", "null"], "enum": ["auto", "true", "false", True, False, None]}
     if kind is table.CIPHERS_KIND or kind is parsing.STRING_LIST:
         return {"type": ["string", "array", "null"], "items": {"type": "string"}}
     by_name: dict[str, list[str]] = {

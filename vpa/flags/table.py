@@ -261,6 +261,25 @@ VMODULE_KIND: Final = custom("moduleSpec", _vmodule)
 LEVEL_KIND: Final = custom("Level", _level)
 LABELS_KIND: Final = custom("string", _webhook_labels, _format_labels)
 CIPHERS_KIND: Final = custom("string", _tls_ciphers, parsing.STRING_LIST.format)
+
+
+def _auto_bool(text: str) -> bool | None:
+    """`auto` (None) or a Go boolean."""
+    if text == "auto":
+        return None
+    try:
+        return parsing.parse_bool(text)
+    except ValueError:
+        raise ValueError("must be auto, true or false") from None
+
+
+def _format_auto_bool(value: object) -> str:
+    return "auto" if value is None else str(bool(value)).lower()
+
+
+# Tri-state, but still a boolean on the command line: the bare flag means true, as before it was `auto`.
+AUTO_BOOL: Final = parsing.Kind("auto-or-bool", _auto_bool, _format_auto_bool, is_bool=True)
+
 RECOMMENDER_OVERRIDES_KIND: Final = custom("strings", _recommender_overrides, _format_overrides)
 
 _C, _L, _R, _U, _A, _G = (
@@ -554,12 +573,14 @@ RUN_FLAGS: Final[tuple[FlagDef, ...]] = (
             note="DEVIATION: upstream's default is false (Helm's is true). Our default lets a "
             "disruption-free resize proceed below minReplicas; `=false` restores upstream. Evictions "
             "always respect the checks."),
-    FlagDef("in-place-pod-level-resources", BOOL, _U, "With feature gate PodLevelResources: the cluster "
-            "resizes pod-level resources (spec.resources) in place, so a pod's pod-level values are resized "
-            "together with its containers. Kubernetes 1.36 and later do "
-            "(InPlacePodLevelResourcesVerticalScaling is beta there); 1.35 only with that alpha gate on. "
-            "When false (1.35 refuses every resize of a pod with pod-level resources), such a pod that needs "
-            "an update is evicted (InPlaceOrRecreate) or left alone (InPlace).",
+    FlagDef("in-place-pod-level-resources", AUTO_BOOL, _U, "With feature gate PodLevelResources: whether the "
+            "cluster resizes pod-level resources (spec.resources) in place, so that a pod's pod-level values "
+            "are resized together with its containers. auto: read from the API server's version "
+            "(Kubernetes 1.36 and later do; 1.35 only with its alpha InPlacePodLevelResourcesVerticalScaling "
+            "gate, so set true there), and off for the rest of the process once the server refuses such a "
+            "resize. Where off, a pod with pod-level resources that needs an update is evicted "
+            "(InPlaceOrRecreate) or left alone (InPlace). true and false (and the bare flag) override the "
+            "version.",
             "updater.in_place_pod_level_resources", addition=True),
     FlagDef("pod-update-threshold", FLOAT, _U, "Ignore updates whose priority (resource difference) is "
             "below this.", "updater.pod_update_threshold"),

@@ -5,7 +5,8 @@ Owns: `OwnerRef`, `ContainerView` (spec: requests, limits, resize policy, restar
 allocated and actual resources), `PodCondition`, and `PodView`, plus the lookups every component repeats
 (current requests with the status-then-spec fallback, the observed containers, boosted containers), and
 the native-sidecar view (`with_native_sidecars`, `container_path`) through which gate `NativeSidecar` lets
-the logic treat sidecars as containers.
+the logic treat sidecars as containers, and the same view of plain init containers
+(`with_plain_init_containers`) for an updater on a server that resizes them in place.
 
 Memory rules, kept by the converter in `vpa.kube.converting`: slotted frozen dataclasses, tuples instead of
 lists, interned strings, and identical `Resources`, label maps, owners and container tuples shared between
@@ -262,11 +263,31 @@ class PodView:
             self, containers=self.containers + sidecars, container_statuses=self.container_statuses + statuses
         )
 
+    def with_plain_init_containers(self, names: frozenset[str]) -> PodView:
+        """This pod with the plain (non-sidecar) init containers named in `names` appended to `containers`
+        (and their statuses to `container_statuses`), as a server that resizes them in place (1.36+) lets
+        the updater see them. The pod itself when none is named or all already are."""
+        listed = {c.name for c in self.containers}
+        extra = tuple(c for c in self.init_containers
+                      if not c.is_sidecar and c.name in names and c.name not in listed)
+        if not extra:
+            return self
+        extra_names = {c.name for c in extra}
+        statuses = tuple(s for s in self.init_container_statuses if s.name in extra_names)
+        return dataclasses.replace(
+            self, containers=self.containers + extra, container_statuses=self.container_statuses + statuses
+        )
+
+    def is_plain_init_container(self, name: str) -> bool:
+        """`name` is an init container without `restartPolicy: Always` (listed in `containers` or not)."""
+        return any(init.name == name and not init.is_sidecar for init in self.init_containers)
+
     def container_path(self, index: int) -> str:
-        """The JSON pointer of `containers[index]` in the pod: `/spec/containers/<index>`, or for a native
-        sidecar of an extended view (`with_native_sidecars`) `/spec/initContainers/<its index there>`."""
+        """The JSON pointer of `containers[index]` in the pod: `/spec/containers/<index>`, or for an init
+        container of an extended view (`with_native_sidecars`, `with_plain_init_containers`)
+        `/spec/initContainers/<its index there>` (names are unique across both lists)."""
         container = self.containers[index]
-        if container.is_sidecar:
+        if self.init_containers:
             position = self.init_container_index(container.name)
             if position is not None:
                 return f"/spec/initContainers/{position}"

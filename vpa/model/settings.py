@@ -532,11 +532,13 @@ class UpdaterSettings:
     """In-place resizes that restart no container skip the replica and tolerance checks, so single-replica
     workloads and groups below `min_replicas` are resized. DEVIATION: upstream's default is false;
     `--in-place-skip-disruption-budget=false` restores upstream's behaviour."""
-    in_place_pod_level_resources: bool = False
-    """Ours (gate `PodLevelResources`): the cluster resizes pod-level `spec.resources` in place (Kubernetes
-    1.36+, or 1.35 with its alpha `InPlacePodLevelResourcesVerticalScaling` gate). When false, a pod with
-    pod-level resources that needs an update is evicted (`InPlaceOrRecreate`) or skipped (`InPlace`): 1.35
-    refuses every resize of such a pod, of its containers too."""
+    in_place_pod_level_resources: bool | None = None
+    """Ours (gate `PodLevelResources`): does the cluster resize pod-level `spec.resources` in place? None
+    (`auto`, the default): the updater reads the API server's version (1.36+ does; 1.35 only with its alpha
+    `InPlacePodLevelResourcesVerticalScaling` gate) and stops trying after the server refuses one. True or
+    false overrides the version. Where it is off, a pod with pod-level resources that needs an update is
+    evicted (`InPlaceOrRecreate`) or skipped (`InPlace`): such a server refuses every resize of such a pod,
+    of its containers too."""
     pod_update_threshold: float = 0.1
     """Minimum resource difference for updating a long-lived pod within the recommended range."""
     in_recommendation_bounds_eviction_lifetime_threshold_s: float = 12 * 3600.0

@@ -6,10 +6,11 @@ kube-apiserver does): without gate `PodLevelResources` such pods are admitted un
 follow the recommendation and the pod-level values follow their sum, and a pod that no values keep valid is
 admitted unchanged with the reason in the event.
 
-In place (the updater): with `--in-place-pod-level-resources` on a cluster that resizes pod-level resources
-(Kubernetes 1.36), the containers and the pod-level values are resized together, without a restart; when
-the cluster cannot (1.35 by default), `InPlaceOrRecreate` evicts and the recreated pod is admitted with the
-new values.
+In place (the updater): it reads the simulated API server's version (`--in-place-pod-level-resources`
+left at `auto`). On a cluster that resizes pod-level resources (Kubernetes 1.37) the containers and the
+pod-level values are resized together, without a restart; when the cluster cannot (1.35 by default),
+`InPlaceOrRecreate` evicts and the recreated pod is admitted with the new values. Told the opposite by the
+flag, the updater learns from the server's refusal and never sends that resize again.
 """
 
 from __future__ import annotations
@@ -151,16 +152,13 @@ GATES = "PodLevelResources=true,InPlace=true"
 
 
 @pytest.mark.parametrize(
-    ("version", "pod_level_resize", "in_place"),
-    [("1.36", True, True), ("1.35", False, False)],
-    ids=["cluster-resizes-pod-level", "cluster-cannot-evicts"],
+    ("version", "in_place"),
+    [("1.37", True), ("1.35", False)],
+    ids=["1.37-resizes-pod-level", "1.35-cannot-evicts"],
 )
-async def test_the_updater_scales_pod_level_values(
-    version: str, pod_level_resize: bool, in_place: bool
-) -> None:
+async def test_the_updater_scales_pod_level_values(version: str, in_place: bool) -> None:
     options = AdmissionOptions(gates=FeatureGates.parse(GATES))
-    updater = settings(in_place_pod_level_resources=pod_level_resize)
-    async with updater_env(version, gates=GATES, updater_settings=updater) as env, \
+    async with updater_env(version, gates=GATES, updater_settings=settings()) as env, \
             admission_webhook(env.cluster, options):
         await env.create_vpa(updater_vpa("web", "web", "InPlaceOrRecreate", min_replicas=1),
                              rec("app", cpu="300m", memory="200Mi"), rec("side", cpu="100m", memory="100Mi"))
@@ -180,6 +178,11 @@ async def test_the_updater_scales_pod_level_values(
             rec("side", cpu="100m", memory="100Mi"),
         )
         await env.run_once()
+        # Read from the server's `/version` (the sim emulates the release), not from a flag.
+        features = env.updater.resize_features
+        assert features is not None
+        assert features.version == tuple(int(part) for part in version.split("."))
+        assert features.pod_level is in_place
         await env.advance(5)
         await env.sync()
         if not in_place:
@@ -196,3 +199,46 @@ async def test_the_updater_scales_pod_level_values(
         if in_place:
             assert after["status"]["containerStatuses"][0]["restartCount"] == 0
             assert after["metadata"]["annotations"].get("vpaInPlaceUpdated") == "true"
+
+
+@pytest.mark.parametrize("mode", ["InPlace", "InPlaceOrRecreate"])
+async def test_a_refused_pod_level_resize_is_not_sent_again(mode: str) -> None:
+    # 1.35 refuses every resize of a pod with pod-level resources. The flag says otherwise (as on a 1.35
+    # with the alpha gate): the first resize is refused with a 422, and from then on the updater knows.
+    options = AdmissionOptions(gates=FeatureGates.parse(GATES))
+    updater = settings(in_place_pod_level_resources=True)
+    async with updater_env("1.35", gates=GATES, updater_settings=updater) as env, \
+            admission_webhook(env.cluster, options):
+        await env.create_vpa(updater_vpa("web", "web", mode, min_replicas=1),
+                             rec("app", cpu="300m", memory="200Mi"), rec("side", cpu="100m", memory="100Mi"))
+        await env.store.create("deployments.apps", _deployment(
+            {"requests": {"cpu": "500m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}},
+            {"requests": {"cpu": "500m", "memory": "512Mi"}}))
+        await env.sync()
+        (before,) = env.pods("web")
+        await env.advance(30)
+        await env.set_recommendation(
+            "web",
+            rec("app", cpu="600m", memory="400Mi", lower=("550m", "350Mi")),
+            rec("side", cpu="100m", memory="100Mi"),
+        )
+        first = await env.run_once()
+        assert [(key, outcome.value) for key, outcome, _ in first.failed] == [
+            (f"default/{before['metadata']['name']}", "Rejected")]
+        features = env.updater.resize_features
+        assert features is not None
+        assert not features.pod_level
+        for _ in range(3):
+            await env.advance(5)
+            report = await env.run_once()
+            assert not report.failed
+            assert not report.resized
+        live = env.pods("web")
+        if mode == "InPlace":
+            assert uids(live) == uids([before])  # never evicted; told why on the pod
+            reasons = {reason for _, reason, _ in await env.event_reasons()}
+            assert "PodLevelResizeUnsupported" in reasons
+        else:
+            assert uids(live) != uids([before])  # evicted once, recreated with the new values
+            (after,) = live
+            assert amounts(after["spec"]["containers"][0]["resources"]["requests"]) == res("600m", "400Mi")

@@ -379,3 +379,23 @@ def test_our_additions_default() -> None:
     assert run.clock == "real"
     assert run.common.log_format == "auto"
     assert run.warnings == ()
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        ([], None),  # auto: the updater reads the API server's version
+        (["--in-place-pod-level-resources=auto"], None),
+        (["--in-place-pod-level-resources"], True),  # the bare flag, as when it was a boolean
+        (["--in-place-pod-level-resources=true"], True),
+        (["--in-place-pod-level-resources=false"], False),
+        (["--in-place-pod-level-resources=0"], False),
+    ],
+)
+def test_pod_level_resize_flag_is_auto_or_a_boolean(argv: list[str], expected: bool | None) -> None:
+    assert commands.parse_run_args(argv, env={}).updater.in_place_pod_level_resources is expected
+
+
+def test_pod_level_resize_flag_refuses_other_words() -> None:
+    with pytest.raises(commands.UsageError, match="pod-level-resources: must be auto, true or false"):
+        commands.parse_run_args(["--in-place-pod-level-resources=maybe"], env={})

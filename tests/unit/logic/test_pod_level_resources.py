@@ -22,9 +22,9 @@ from vpa.logic.podlevel import aggregate_requests, consistency_problem, plan_pod
 from vpa.logic.updater.infeasible import InfeasibleAttempts
 from vpa.logic.updater.inplace import Action, Reason, resize_patch
 from vpa.logic.updater.plan import PassInputs, plan_vpa
+from vpa.logic.updater.serverfeatures import ResizeFeatures
 from vpa.model.features import FeatureGates
 from vpa.model.resources import Resources
-from vpa.model.settings import UpdaterSettings
 from vpa.sim.cluster.pods import default_pod, validate_pod_spec
 
 JSON = dict[str, Any]
@@ -224,7 +224,7 @@ def test_updater_resizes_pod_level_values_with_the_containers(
     target = _pod_level_pod(pod_requests=Resources(500, 512 * MI), pod_limits=Resources(None, MI * 1024))
     recs = [updater_rec("app", cpu="600m", mem="400Mi", lower=("550m", "300Mi")),
             updater_rec("side", cpu="300m", mem="200Mi")]
-    inputs = PassInputs(now=NOW, settings=UpdaterSettings(in_place_pod_level_resources=pod_level_resize),
+    inputs = PassInputs(now=NOW, resize_features=ResizeFeatures(pod_level=pod_level_resize),
                         gates=gates, replicas={KEY: 3}, attempts={}, infeasible=InfeasibleAttempts())
     plan = plan_vpa(vpa(mode, recs), [target, pod("web-2"), pod("web-3")], inputs)
     (decision,) = [d for d in plan.decisions if d.pod.name == target.name]
@@ -260,11 +260,11 @@ def test_container_only_resize_of_a_pod_level_pod_needs_the_cluster_to_resize_su
     # The pod-level values already match the sum (900m, 600Mi) and keep their limit: only app changes. Still,
     # kube-apiserver 1.35 without InPlacePodLevelResourcesVerticalScaling refuses every resize of a pod that
     # sets pod-level resources ("resize of pods with pod-level resources is forbidden ..."), its
-    # containers' too: with --in-place-pod-level-resources=false the fallback is eviction.
+    # containers' too: where the server does not resize such pods the fallback is eviction.
     target = _pod_level_pod(pod_requests=Resources(900, 600 * MI), pod_limits=Resources(None, 1200 * MI))
     recs = [updater_rec("app", cpu="600m", mem="400Mi", lower=("550m", "300Mi")),
             updater_rec("side", cpu="300m", mem="200Mi")]
-    inputs = PassInputs(now=NOW, settings=UpdaterSettings(in_place_pod_level_resources=pod_level_resize),
+    inputs = PassInputs(now=NOW, resize_features=ResizeFeatures(pod_level=pod_level_resize),
                         gates=GATES, replicas={KEY: 3}, attempts={}, infeasible=InfeasibleAttempts())
     plan = plan_vpa(vpa("InPlaceOrRecreate", recs), [target, pod("web-2"), pod("web-3")], inputs)
     (decision,) = [d for d in plan.decisions if d.pod.name == target.name]
@@ -277,7 +277,7 @@ def test_updater_resizes_a_pod_with_pod_level_values_only() -> None:
     view = pod(containers=[ctr("app", cpu=None, mem=None)])
     target = dataclasses.replace(view, has_pod_level_resources=True, pod_requests=Resources(100, 128 * MI))
     recs = [updater_rec("app", cpu="600m", mem="400Mi", lower=("550m", "300Mi"))]
-    inputs = PassInputs(now=NOW, settings=UpdaterSettings(in_place_pod_level_resources=True), gates=GATES,
+    inputs = PassInputs(now=NOW, resize_features=ResizeFeatures(pod_level=True), gates=GATES,
                         replicas={KEY: 1}, attempts={}, infeasible=InfeasibleAttempts())
     plan = plan_vpa(vpa("InPlaceOrRecreate", recs), [target], inputs)
     (decision,) = plan.decisions

@@ -46,6 +46,13 @@ UNBOOST_ERROR: Final = "UnboostError"
 # the pod (the message says "revert").
 IN_PLACE_WOULD_NOT_FIT: Final = "InPlaceResizeWouldNotFit"
 RESIZE_REVERTED: Final = "ResizeReverted"
+# Ours, Normal, on the pod: an InPlace pod with pod-level resources on a server that does not resize them.
+POD_LEVEL_RESIZE_UNSUPPORTED: Final = "PodLevelResizeUnsupported"
+POD_LEVEL_RESIZE_UNSUPPORTED_MESSAGE: Final = (
+    "In-place resize not sent: the API server does not resize pods with pod-level resources in place "
+    "(InPlacePodLevelResourcesVerticalScaling is off, or it is older than 1.36); updateMode InPlace never "
+    "evicts."
+)
 
 def pod_ref(pod: PodView) -> ObjectRef:
     return ObjectRef(kind="Pod", namespace=pod.namespace, name=pod.name, uid=pod.uid)

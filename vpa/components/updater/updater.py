@@ -61,6 +61,8 @@ from vpa.components.updater.events import (
     IN_PLACE_UPDATE_ERROR,
     IN_PLACE_UPDATE_INFEASIBLE,
     IN_PLACE_WOULD_NOT_FIT,
+    POD_LEVEL_RESIZE_UNSUPPORTED,
+    POD_LEVEL_RESIZE_UNSUPPORTED_MESSAGE,
     RESIZE_REVERTED,
     SKIPPED_ADMISSION_STALE,
     pod_ref,
@@ -82,6 +84,7 @@ from vpa.kube.controllers import ControllerCaches
 from vpa.kube.eventing import EventRecorder
 from vpa.kube.leasing import API_CALL_MIN_WALL_S, DeadlineExceeded, LeaseFreshness, call_with_deadline
 from vpa.kube.ratelimiting import TokenBucket
+from vpa.kube.serverversion import read_git_version
 from vpa.logic.initialdelay import in_initial_delay
 from vpa.logic.limitranges import NamespaceLimits, namespace_limits
 from vpa.logic.matching import controller_key, controlling_vpa
@@ -101,6 +104,14 @@ from vpa.logic.updater.plan import PassInputs, VpaPlan, guard_enabled, plan_vpa
 from vpa.logic.updater.priority import ObservedCache
 from vpa.logic.updater.reactive import resizes_only
 from vpa.logic.updater.restrictions import GroupKey
+from vpa.logic.updater.serverfeatures import (
+    ResizeFeatures,
+    features_for_version,
+    parse_git_version,
+    refused_feature,
+    with_override,
+    without,
+)
 from vpa.logic.updater.transitions import Transitions
 from vpa.model.node import NodeView
 from vpa.model.pod import PodView
@@ -173,6 +184,9 @@ class Updater:
         self._loops = 0
         self.gate_off: Transitions[str] = Transitions()
         self.admission_stale: Transitions[str] = Transitions()
+        # What the API server resizes in place besides containers (issue 42): read from `/version` at the
+        # first pass, narrowed for the rest of the process by what it refuses (`_learn_refusal`).
+        self.resize_features: ResizeFeatures | None = None
         self.unbooster = Unbooster(ctx, controllers, self.in_place_limiter, self.actuator, self.events,
                                    self.metrics, self.attempts)
 
@@ -333,6 +347,36 @@ class Updater:
             infeasible_records=len(self.infeasible),
         )
         return report
+
+    async def _resize_features(self) -> ResizeFeatures:
+        """What the API server resizes in place: its `/version` read once (an unreadable one counts as a
+        supported release, 1.36+), `--in-place-pod-level-resources` applied, then narrowed by refusals."""
+        if self.resize_features is None:
+            text, problem = await read_git_version(self.ctx.client)
+            version = parse_git_version(text) if text is not None else None
+            detected = features_for_version(version)
+            self.resize_features = with_override(detected, self.settings.in_place_pod_level_resources)
+            log.info("updater_server_resize_features", git_version=text, problem=problem or None,
+                     override=self.settings.in_place_pod_level_resources,
+                     features=self.resize_features.describe())
+        return self.resize_features
+
+    def _learn_refusal(self, pod: PodView, status: int, message: str) -> bool:
+        """A 422 saying the server does not resize pod-level resources or plain init containers turns that
+        off for the rest of the process, however the flag or the version read; True when it did. The next
+        plan then evicts (InPlaceOrRecreate) or skips (InPlace) a pod with pod-level resources, and resizes
+        a pod's containers without its init containers, instead of sending what the server refuses."""
+        refused = refused_feature(status, message)
+        if refused is None or self.resize_features is None:
+            return False
+        before = self.resize_features
+        after = without(before, refused)
+        if after == before:
+            return False
+        self.resize_features = after
+        log.warning("updater_server_refused_resize_feature", pod=pod.key, refused=refused.value,
+                    error=message, features=after.describe())
+        return True
 
     def _report_gate_off(self, report: LoopReport) -> None:
         """VPAs in `InPlace` mode skipped because the gate is off: a warning and a Warning Event on the
@@ -509,6 +553,7 @@ class Updater:
             infeasible=self.infeasible,
             node_rooms=rooms,
             guard=self.guard if self.gates.resize_guard else None,
+            resize_features=await self._resize_features(),
         )
         limits_by_namespace: dict[str, NamespaceLimits] = {}
         observed: ObservedCache = {}
@@ -540,6 +585,7 @@ class Updater:
                 infeasible=inputs_base.infeasible,
                 node_rooms=inputs_base.node_rooms,
                 guard=inputs_base.guard,
+                resize_features=inputs_base.resize_features,
             )
             recommendation_for = recommendation_lookup(recs)
             if len(entry.pods) > self._plan_in_thread_above:
@@ -561,6 +607,9 @@ class Updater:
                     self.events.normal(pod_ref(decision.pod), IN_PLACE_WOULD_NOT_FIT,
                                        f"In-place resize not sent: {decision.detail}")
             for decision in plan.skipped:
+                if decision.reason is Reason.POD_LEVEL_RESIZE_UNSUPPORTED and not plan.mode.evicts:
+                    self.events.normal(pod_ref(decision.pod), POD_LEVEL_RESIZE_UNSUPPORTED,
+                                       POD_LEVEL_RESIZE_UNSUPPORTED_MESSAGE)
                 if decision.reason is Reason.INFEASIBLE_CACHED:
                     self.events.normal(pod_ref(decision.pod), IN_PLACE_SKIPPED, IN_PLACE_SKIPPED_MESSAGE)
                     self.metrics.infeasible_skips.labels(
@@ -664,7 +713,11 @@ class Updater:
             self.infeasible = self.infeasible.record(pod.uid, decision.attempted())
             if mode is UpdateMode.IN_PLACE:
                 reason = IN_PLACE_UPDATE_INFEASIBLE
-        if result.outcome in (Outcome.INFEASIBLE, Outcome.REJECTED):
+        # A refusal that teaches what the server cannot resize is not held against the pod: the next plan
+        # leaves that part out (or evicts / skips a pod with pod-level resources).
+        learned = result.outcome is Outcome.REJECTED and self._learn_refusal(pod, result.status,
+                                                                             result.message)
+        if result.outcome in (Outcome.INFEASIBLE, Outcome.REJECTED) and not learned:
             # The next plan sees the refusal: InPlaceOrRecreate may then evict (Recreate rules permitting).
             self.attempts[pod.uid] = ResizeAttempt(patched_at, rejected=True, disruptive=decision.disruptive)
         self.metrics.failed_in_place.labels(

@@ -40,6 +40,8 @@ def _container_requests(pod: PodView) -> dict[str, int]:
     total = {CPU: 0, MEMORY: 0}
     names = [c.name for c in pod.containers] + [c.name for c in pod.sidecars]
     for name in dict.fromkeys(names):  # a pod extended with its sidecars lists them twice
+        if pod.is_plain_init_container(name):
+            continue  # listed only when the updater resizes it (`with_plain_init_containers`): not counted
         current = pod.current_requests(name)
         for resource in _RESOURCES:
             total[resource] += current.get(resource) or 0
@@ -64,6 +66,8 @@ def _growth(pod: PodView, decision: PodDecision) -> dict[str, int]:
     """Requests the resize adds to (positive) or removes from (negative) the pod, per resource."""
     growth = {CPU: 0, MEMORY: 0}
     for change in decision.changes:
+        if pod.is_plain_init_container(change.name):
+            continue  # plain init containers are not counted here (see `_container_requests`)
         current = pod.current_requests(change.name)
         for resource in _RESOURCES:
             new = change.requests.get(resource)

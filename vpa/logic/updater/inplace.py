@@ -451,6 +451,7 @@ def decide_in_place(
     now: float,
     pod_level: Callable[[Sequence[Change]], PodLevelPlan] | None = None,
     hold: Hold | None = None,
+    pod_level_resize: bool = False,
 ) -> PodDecision:
     """The in-place verdict for one pod of an `InPlaceOrRecreate` or `InPlace` VPA.
 
@@ -473,8 +474,9 @@ def decide_in_place(
     5. QoS: a class change makes `InPlaceOrRecreate` evict and `InPlace` lower one request by 1 unit.
     6. Pod-level resources (`pod_level`, gate `PodLevelResources`): the pod-level values planned for the
        changes go into the same resize; a pod that no values keep valid is skipped; when the cluster cannot
-       resize such pods (`--in-place-pod-level-resources=false`), `InPlaceOrRecreate` evicts (Recreate
-       rules permitting) and `InPlace` skips.
+       resize such pods (`pod_level_resize` false: see `serverfeatures`, from the server's version, what it
+       refused and `--in-place-pod-level-resources`), `InPlaceOrRecreate` evicts (Recreate rules
+       permitting) and `InPlace` skips.
     7. `hold` removes changes that may not be made in place now (memory-limit decreases a runtime would
        answer with OOM kills, decreases held back after a revert); what it held is noted in the decision's
        detail, and a pod left with nothing to change is skipped with `DecreaseHeld` (never evicted for it).
@@ -513,7 +515,7 @@ def decide_in_place(
         changes, held = hold(changes)
     decision = _decide_changes(
         pod, mode, targets, priority, quick_oom, triggers, group, changes, bool(held),
-        settings=settings, now=now, pod_level=pod_level,
+        settings=settings, now=now, pod_level=pod_level, pod_level_resize=pod_level_resize,
     )
     if held:
         decision = decision._replace(detail="; ".join(filter(None, (decision.detail, *held))))
@@ -534,6 +536,7 @@ def _decide_changes(
     settings: UpdaterSettings,
     now: float,
     pod_level: Callable[[Sequence[Change]], PodLevelPlan] | None,
+    pod_level_resize: bool = False,
 ) -> PodDecision:
     """Rules 4–6 of `decide_in_place` over the changes left after `hold`."""
     plan = pod_level(changes) if pod_level is not None else None
@@ -550,11 +553,13 @@ def _decide_changes(
             pod, mode, changes, disruptive, Reason(trigger.value), priority, triggers, group, settings
         )
         if not isinstance(full, Reason):
-            return _with_pod_level(full, plan, mode, triggers, settings)
+            return _with_pod_level(full, plan, mode, triggers, pod_level_resize)
         blocked = full
     if disruptive and free:
         only = {(c.container, c.resource) for c in free}
-        partial_priority = compute_priority(targets, only)
+        # Plain init containers ride along (`plan`): they never weigh in whether an update is due.
+        weighed = [t for t in targets if not pod.is_plain_init_container(t.name)]
+        partial_priority = compute_priority(weighed, only)
         partial_trigger = evaluate(partial_priority, quick_oom, pod, now, settings).disruption_free
         if partial_trigger.accepts:
             partial = _resize(
@@ -575,7 +580,7 @@ def _decide_changes(
                 partial_plan = pod_level(free)
                 if partial_plan.problem:
                     return skip(pod, Reason.POD_LEVEL_INVALID, priority, partial_plan.problem)
-                return _with_pod_level(partial, partial_plan, mode, triggers, settings)
+                return _with_pod_level(partial, partial_plan, mode, triggers, pod_level_resize)
             blocked = blocked or partial
     if blocked is not None:
         return skip(pod, blocked, priority)
@@ -586,7 +591,7 @@ def _decide_changes(
 
 def _with_pod_level(
     decision: PodDecision, plan: PodLevelPlan | None, mode: UpdateMode, triggers: Triggers,
-    settings: UpdaterSettings,
+    pod_level_resize: bool,
 ) -> PodDecision:
     """A resize decision with the pod-level values that go with it. When the cluster cannot resize pods with
     pod-level resources in place (kube-apiserver 1.35 without `InPlacePodLevelResourcesVerticalScaling`
@@ -594,7 +599,7 @@ def _with_pod_level(
     (`InPlaceOrRecreate`) or a skip (`InPlace`)."""
     if plan is None or decision.action not in (Action.RESIZE, Action.RESIZE_PARTIAL):
         return decision
-    if not settings.in_place_pod_level_resources:
+    if not pod_level_resize:
         return evict_or_skip(decision.pod, mode, Reason.POD_LEVEL_RESIZE_UNSUPPORTED, decision.priority,
                               triggers, "the cluster does not resize pods with pod-level resources in place")
     if not plan.changes(decision.pod):

@@ -13,7 +13,9 @@ evictions in priority order, each checked against `evictionRequirements` and `ca
 Pods with pod-level `spec.resources` are skipped unless gate `PodLevelResources` is on; then their containers
 are weighed on the resources they set themselves, the pod-level stanza as one more target
 (`podlevel.pod_level_target`), and each in-place decision carries the pod-level values its changes need
-(`podlevel.planner`).
+(`podlevel.planner`). Whether the server resizes such pods at all, and plain init containers, comes from
+`PassInputs.resize_features`; plain init containers the recommendation names ride along with resizes of
+in-place VPAs (they never trigger an update themselves, so no pod is evicted for them alone).
 
 Memory-limit decreases (`vpa.dev/memory-limit-decrease`, `memorylimits`) are held out of in-place resizes
 as the VPA's annotation says. With gate `InPlaceCapacityAware` and `PassInputs.node_rooms`, a resize the
@@ -80,7 +82,9 @@ from vpa.logic.updater.priority import (
 )
 from vpa.logic.updater.resizestatus import NOT_RESIZING, ResizeStatus, resize_status
 from vpa.logic.updater.restrictions import GroupKey, GroupProblem, ReplicaGroup, build_groups
+from vpa.logic.updater.serverfeatures import ResizeFeatures
 from vpa.model import annotations as ann
+from vpa.model.annotations import RESIZE_POLICY_RESTART_CONTAINER as RESTART_CONTAINER
 from vpa.model.annotations import MemoryLimitDecrease
 from vpa.model.features import FeatureGates
 from vpa.model.pod import PodView
@@ -117,6 +121,10 @@ class PassInputs:
     node_rooms: NodeRooms | None = None
     guard: ResizeGuard | None = None
     """Gate `ResizeGuard`: the loop's guard state; its revert backoffs hold decreases back."""
+    resize_features: ResizeFeatures = field(default_factory=ResizeFeatures)
+    """What the API server resizes in place besides containers and sidecars (pod-level resources,
+    plain init containers): the updater's reading of its version and refusals, with
+    `--in-place-pod-level-resources` applied. The default, neither, is the conservative one."""
     """Gate `InPlaceCapacityAware`: nodes' allocatable and requested resources (charged as resizes are
     planned); None = not checked."""
 
@@ -214,6 +222,7 @@ def plan_vpa(
     boost_gate = inputs.gates.cpu_startup_boost
     cache: ObservedCache = observed_cache if observed_cache is not None else {}
     attempts = inputs.attempts
+    features = inputs.resize_features
 
     skipped: list[PodDecision] = []
     candidates: list[_Candidate] = []
@@ -246,6 +255,9 @@ def plan_vpa(
             by_name = shared
         observed = observed_names(pod, cache)
         targets = considered_containers(pod, vpa, by_name, observed)
+        weighed = pod
+        if in_place and features.init_containers and pod.init_containers and not pod_level:
+            pod, targets = _with_init_targets(pod, vpa, by_name, targets)
         planner: PodLevelPlanner | None = None
         if pod_level and targets:
             # Gate PodLevelResources: containers change only what they set themselves; the pod-level stanza
@@ -256,8 +268,12 @@ def plan_vpa(
         if not targets:
             skipped.append(skip(pod, Reason.NO_CONTAINER_RECOMMENDATION))
             continue
-        priority = compute_priority(targets)
-        quick_oom = is_quick_oom(pod, vpa, threshold_s, observed, now)
+        # Plain init containers ride along: what they need never triggers an update (so never an eviction
+        # the admission controller could not apply to them); it joins a resize the containers trigger.
+        ridden = (targets if weighed is pod
+                  else [t for t in targets if not pod.is_plain_init_container(t.name)])
+        priority = compute_priority(ridden)
+        quick_oom = is_quick_oom(weighed, vpa, threshold_s, observed, now)
         attempt = attempts.get(pod.uid) if attempts else None
         disrupted_at = (
             attempt.patched_at
@@ -293,6 +309,7 @@ def plan_vpa(
                 now=now,
                 pod_level=candidate.planner,
                 hold=_hold(pod, memory_policies, memory_problem, _held(inputs, vpa, pod)),
+                pod_level_resize=features.pod_level,
             )
             decision = _fit(decision, inputs, mode, candidate)
         else:
@@ -323,6 +340,26 @@ def plan_vpa(
             blocked = Reason.BELOW_MIN_REPLICAS if group.below_min_replicas else Reason.DISRUPTION_BUDGET
             skipped.append(skip(pod, blocked, intent.priority, intent.reason.value))
     return VpaPlan(vpa, mode, None, tuple(resizes) + tuple(evicted), tuple(skipped))
+
+
+def _with_init_targets(
+    pod: PodView, vpa: VpaView, by_name: Mapping[str, RecommendedContainerResources],
+    targets: list[ContainerTarget],
+) -> tuple[PodView, list[ContainerTarget]]:
+    """A server that resizes plain init containers (1.36+): the pod viewed with the ones the recommendation
+    names (`PodView.with_plain_init_containers`) and their targets added. The admission controller never
+    lists them in `vpaObservedContainers`, so that filter does not apply to them; one whose `resizePolicy`
+    says `RestartContainer` is left out (kube-apiserver refuses to resize it). Pods with pod-level resources
+    are not extended: their pod-level values are planned over their containers and sidecars only."""
+    names = frozenset(
+        c.name for c in pod.init_containers
+        if not c.is_sidecar and c.name in by_name and RESTART_CONTAINER not in c.resize_policy.values()
+    )
+    extended = pod.with_plain_init_containers(names)
+    if extended is pod:
+        return pod, targets
+    extra = [t for t in considered_containers(extended, vpa, by_name, None) if t.name in names]
+    return extended, targets + extra
 
 
 def _fit(decision: PodDecision, inputs: PassInputs, mode: UpdateMode, candidate: _Candidate) -> PodDecision:

@@ -65,9 +65,11 @@ def pod(
     annotations: dict[str, str] | None = None,
     actual: dict[str, JSON] | None = None,
     terminating: bool = False,
+    init_containers: list[JSON] | None = None,
 ) -> PodView:
     """A running pod started `age_s` before NOW. `oom=(container, seconds it ran)` sets an OOM kill as the
-    last termination; `actual` overrides `status.containerStatuses[].resources` per container."""
+    last termination; `init_containers` are added as `make_pod` adds them; `actual` overrides
+    `status.containerStatuses[].resources` per container."""
     containers = containers if containers is not None else [ctr()]
     start = NOW - age_s
     statuses = []
@@ -110,6 +112,7 @@ def pod(
         owner_name=owner,
         annotations=all_annotations,
         deletion_timestamp=NOW - 1 if terminating else None,
+        init_containers=init_containers,
     )
     return pod_from_dict(raw)
 
