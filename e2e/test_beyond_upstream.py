@@ -199,9 +199,10 @@ POOLED = {
 POOLED_USAGE = _usage(app=("500m", "200Mi"), helper=("200m", "100Mi"))
 
 
-def _follows_a_recommendation(pod: dict[str, Any], published: Published) -> None:
+def _follows_a_recommendation(pod: dict[str, Any], published: Published, *, admitted: bool = True) -> None:
     """Pod level = the sum of the two targets of one published recommendation, the 1Gi limit keeping its 8:1
-    ratio to the request; `app` carries its own target, `helper` still sets nothing."""
+    ratio to the request; `app` carries its own target, `helper` still sets nothing. `admitted`: the values
+    came from the admission controller (which says so in `vpaUpdates`), not from an in-place resize."""
     pod_level = pod["spec"]["resources"]
     containers = {c["name"]: c for c in pod["spec"]["containers"]}
     assert not containers["helper"].get("resources"), containers["helper"]
@@ -217,7 +218,8 @@ def _follows_a_recommendation(pod: dict[str, Any], published: Published) -> None
     assert any(matches(seen) for seen in published.seen if {"app", "helper"} <= set(seen)), (
         pod_level, containers["app"], published.seen)
     assert _bytes(pod_level["limits"]["memory"]) == 8 * _bytes(pod_level["requests"]["memory"]), pod_level
-    assert "pod: cpu request, memory request, memory limit" in annotations_of(pod)["vpaUpdates"]
+    if admitted:
+        assert "pod: cpu request, memory request, memory limit" in annotations_of(pod)["vpaUpdates"]
 
 
 def test_pod_level_resources_follow_the_recommendation_and_the_pod_stays_valid(
@@ -237,12 +239,20 @@ def test_pod_level_resources_follow_the_recommendation_and_the_pod_stays_valid(
     _follows_a_recommendation(pod, published)
 
 
-def test_without_pod_level_resize_in_place_or_recreate_evicts(
+def _server_minor(sim: Cluster) -> int:
+    version = json.loads(sim.kubectl("version", "-o", "json").stdout)["serverVersion"]
+    return int(str(version["minor"]).rstrip("+"))
+
+
+def test_pod_level_resources_are_resized_in_place_where_the_server_allows(
     sim: Cluster, vpa_run: VpaRunFactory, namespace: str
 ) -> None:
-    # Kubernetes 1.35 refuses every resize of a pod with pod-level resources (its alpha
-    # InPlacePodLevelResourcesVerticalScaling gate is off): with --in-place-pod-level-resources at its default
-    # (false) InPlaceOrRecreate evicts instead, and the recreated pod is admitted with the new values.
+    # No --in-place-pod-level-resources: the updater reads the server's version. Kubernetes 1.36+ resizes
+    # pod-level resources in place (InPlacePodLevelResourcesVerticalScaling, beta and on), so
+    # InPlaceOrRecreate resizes the containers and the pod-level values together, without an eviction.
+    # Kubernetes 1.35 refuses every resize of such a pod (the gate is alpha and off): there it evicts, and the
+    # recreated pod is admitted with the new values.
+    in_place = _server_minor(sim) >= 36
     vpa_run(feature_gates={"PodLevelResources": True})
     sim.apply(_deployment("pooled", POOLED, POOLED_USAGE), namespace)
     pods = sim.wait_for("two running pods", lambda: _running(sim, namespace, "app=pooled", 2))
@@ -250,17 +260,32 @@ def test_without_pod_level_resize_in_place_or_recreate_evicts(
     sim.apply(_vpa("pooled", "InPlaceOrRecreate"), namespace)
     published = Published(sim, namespace, "pooled")
 
+    def resized() -> dict[str, Any] | None:
+        published.poll()
+        current = _running(sim, namespace, "app=pooled", 2) or []
+        return next((p for p in current if "vpaInPlaceUpdated" in annotations_of(p)), None)
+
     def replaced() -> dict[str, Any] | None:
         published.poll()
         current = _running(sim, namespace, "app=pooled", 2) or []
         return next((p for p in current if p["metadata"]["uid"] not in uids), None)
 
-    pod = sim.wait_for("a pod evicted and recreated", replaced, timeout_s=120)
+    if in_place:
+        pod = sim.wait_for("a pod resized in place", resized, timeout_s=120)
+    else:
+        pod = sim.wait_for("a pod evicted and recreated", replaced, timeout_s=120)
     published.poll()
-    _follows_a_recommendation(pod, published)
-    assert events_for(sim, namespace, "EvictedByVPA")
-    assert not events_for(sim, namespace, "InPlaceResizedByVPA")
-    assert all("vpaInPlaceUpdated" not in annotations_of(p) for p in live_pods(sim, namespace, "app=pooled"))
+    _follows_a_recommendation(pod, published, admitted=not in_place)
+    if in_place:
+        assert pod["metadata"]["uid"] in uids
+        assert all(s.get("restartCount", 0) == 0 for s in pod["status"]["containerStatuses"]), pod["status"]
+        assert events_for(sim, namespace, "InPlaceResizedByVPA")
+        assert not events_for(sim, namespace, "EvictedByVPA")
+    else:
+        assert events_for(sim, namespace, "EvictedByVPA")
+        assert not events_for(sim, namespace, "InPlaceResizedByVPA")
+        assert all("vpaInPlaceUpdated" not in annotations_of(p)
+                   for p in live_pods(sim, namespace, "app=pooled"))
 
 
 # --- OOM right after start ----------------------------------------------------------------------------------
