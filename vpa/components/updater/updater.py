@@ -468,13 +468,20 @@ class Updater:
         # Gate DaemonSetScope (AEP-10031): each pod gets its node group's recommendation.
         scoped = is_scoped(vpa, self.gates.daemonset_scope)
         labels = {n.name: n.labels for n in self.nodes.list()} if scoped and self.nodes is not None else {}
+        # A server that resizes plain init containers (1.36+): the ones the recommendation names are capped
+        # like containers, so that the plan can add them to an in-place resize.
+        features, rec = self.resize_features, vpa.recommendation
+        inits = (frozenset(c.container_name for c in rec.containers)
+                 if features is not None and features.init_containers and rec is not None
+                 and vpa.effective_mode.resizes_in_place else frozenset())
         async for pod in paced(pods):
             group = scope_value(vpa.scope, pod.node_name, labels.get(pod.node_name)) if scoped else None
-            shape = (group, *shape_key(pod))
+            seen = pod.with_plain_init_containers(inits) if inits else pod
+            shape = (group, *shape_key(seen))
             if shape not in memo:
                 view = scoped_view(vpa, group) if scoped else vpa
                 memo[shape] = (None if view.recommendation is None
-                               else processed_recommendation(pod, view, limits))
+                               else processed_recommendation(seen, view, limits))
             out[pod.uid] = memo[shape]
         return out
 
