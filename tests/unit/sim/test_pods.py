@@ -425,3 +425,34 @@ def test_resize_merge_takes_pod_level_resources_only_with_the_gate(pod_level: bo
     patched["spec"]["resources"]["requests"]["cpu"] = "700m"
     merged, _ = pods.resize_merge(old, patched, pod_level=pod_level)
     assert merged["spec"]["resources"]["requests"]["cpu"] == expected
+
+
+def _with_init(policy: list[dict[str, str]] | None = None, cpu: str = "100m") -> dict[str, Any]:
+    pod = copy.deepcopy(BURSTABLE)
+    init: dict[str, Any] = {"name": "init", "image": "busybox:1",
+                            "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}}}
+    if policy is not None:
+        init["resizePolicy"] = policy
+    pod["spec"]["initContainers"] = [init]
+    return pod
+
+
+@pytest.mark.parametrize(
+    ("version", "policy", "error"),
+    [
+        ((1, 34), None, "only cpu and memory resources for sidecar containers are mutable"),
+        ((1, 35), None, "only cpu and memory resources for sidecar containers are mutable"),
+        ((1, 36), None, None),  # InPlacePodVerticalScalingInitContainers: beta and on
+        ((1, 37), None, None),  # GA
+        ((1, 37), [{"resourceName": "cpu", "restartPolicy": "RestartContainer"}],
+         "non-sidecar init containers with a resize policy of RestartContainer cannot be resized"),
+    ],
+)  # fmt: skip
+def test_plain_init_containers_are_resizable_from_1_36(
+    version: tuple[int, int], policy: list[dict[str, str]] | None, error: str | None
+) -> None:
+    errs = pods.validate_resize(_with_init(policy), _with_init(policy, cpu="50m"), version)
+    if error is None:
+        assert errs == []
+    else:
+        assert any(error in e.text() for e in errs), [e.text() for e in errs]

@@ -1,7 +1,8 @@
 """The `pods/resize` subresource's rules: what a resize may change and whether it is valid.
 
 Owns: the resize merge (`dropNonResizeUpdates`), each resource's restart policy, `ValidatePodResize` per
-Kubernetes version (QoS class kept, memory decrease with NotRequired, sidecars, pod-level resources),
+Kubernetes version (QoS class kept, memory decrease with NotRequired, sidecars, plain init containers from
+1.36, pod-level resources),
 whether a pod can be resized at all, and whether a pod's resources changed.
 
 Must not: do I/O, keep state or read the clock; callers pass `now` and the version explicitly. Functions
@@ -84,7 +85,7 @@ def _resources_removed(new: Mapping[str, Any], old: Mapping[str, Any]) -> bool:
 def validate_resize(
     old: Mapping[str, Any], new: Mapping[str, Any], version: Version, *, pod_level: bool = False
 ) -> list[FieldError]:
-    """`ValidatePodResize` for the given Kubernetes minor version (1.32 .. 1.36). Without `pod_level`
+    """`ValidatePodResize` for the given Kubernetes minor version (1.32 .. 1.37). Without `pod_level`
     (`InPlacePodLevelResourcesVerticalScaling`, alpha and off in 1.35) a pod with pod-level resources
     cannot be resized at all, its containers neither."""
     errs: list[FieldError] = []
@@ -124,15 +125,27 @@ def validate_resize(
             old_r = old_c.get("resources") or {}
             new_r = new_c.get("resources") or {}
             if key == "initContainers" and not is_sidecar(old_c):
-                if old_r != new_r:
-                    errs.append(
-                        FieldError(
-                            "spec",
-                            "Forbidden",
-                            "only cpu and memory resources for sidecar containers are mutable",
+                if version < (1, 36):
+                    if old_r != new_r:
+                        errs.append(
+                            FieldError(
+                                "spec",
+                                "Forbidden",
+                                "only cpu and memory resources for sidecar containers are mutable",
+                            )
                         )
-                    )
-                continue
+                    continue
+                # 1.36+ (InPlacePodVerticalScalingInitContainers, beta and on; GA in 1.37): validated as a
+                # container, except that a RestartContainer policy forbids its resize.
+                if old_r != new_r and RESTART_CONTAINER in (
+                    p.get("restartPolicy") for p in new_c.get("resizePolicy") or []
+                ):
+                    errs.append(FieldError(
+                        f"spec.{key}[{i}]",
+                        "Forbidden",
+                        "non-sidecar init containers with a resize policy of RestartContainer cannot be "
+                        "resized",
+                    ))
             if _resources_removed(resource_list(new_r, "requests"), resource_list(old_r, "requests")):
                 errs.append(
                     FieldError(f"{path}.requests", "Forbidden", "resource requests cannot be removed")
