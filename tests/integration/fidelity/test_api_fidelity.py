@@ -573,6 +573,32 @@ async def case_resize_subresource(api: Api) -> list[Any]:
     return out
 
 
+async def case_plain_init_container_resize(api: Api) -> list[Any]:
+    """1.36+ (`InPlacePodVerticalScalingInitContainers`): a non-sidecar init container's cpu and memory go
+    through `/resize` like a container's (the updater resizes them on such servers)."""
+    ns = await api.namespace("fid-init-resize")
+    pods = f"/api/v1/namespaces/{ns}/pods"
+    image = "registry.k8s.io/pause:3.10"
+    pod = {
+        **POD,
+        "spec": {
+            "initContainers": [{"name": "setup", "image": image, "resources": {
+                "requests": {"cpu": "50m", "memory": "32Mi"}, "limits": {"cpu": "2"}}}],
+            "containers": [{"name": "c", "image": image, "resources": {"requests": {"cpu": "100m"}}}],
+        },
+    }  # fmt: skip
+    created = await api.call("POST", pods, pod)
+    out: list[Any] = [created[0]]
+    patch = [{"op": "add", "path": "/spec/initContainers/0/resources/requests/cpu", "value": "100m"}]
+    reply = await api.call("PATCH", f"{pods}/p/resize", patch, JSON_PATCH)
+    out.append((_status(reply), reply[1].get("spec", {}).get("initContainers", [{}])[0].get("resources")))
+    # Removing a request is refused, as for a container.
+    removal = [{"op": "remove", "path": "/spec/initContainers/0/resources/requests/memory"}]
+    reply = await api.call("PATCH", f"{pods}/p/resize", removal, JSON_PATCH)
+    out.append((_status(reply), _causes(reply)))
+    return out
+
+
 async def case_pod_level_resources(api: Api) -> list[Any]:
     ns = await api.namespace("fid-podlevel")
     pods = f"/api/v1/namespaces/{ns}/pods"
@@ -661,6 +687,7 @@ CASES = {
     "pdb-over-finished-pods": case_disruption_budget_over_finished_pods,
     "pdb-sync-failed": case_disruption_budget_sync_failed,
     "resize": case_resize_subresource,
+    "plain-init-container-resize": case_plain_init_container_resize,
     "pod-level-resources": case_pod_level_resources,
     "pod-level-defaults-limits-and-resize": case_pod_level_defaults_limits_and_resize,
 }
