@@ -1,8 +1,9 @@
 """Beyond upstream 1.7, against the cluster: sidecars, pod-level resources, OOM at start, conflicts, reactive.
 
-Each scenario runs against `vpa sim` and, with `E2E_CONTROL_PLANE=kubernetes`, against kube-apiserver 1.35
-(its own validation and defaulting judge every pod our webhook admits: a patch it refused would leave the
-ReplicaSet without its replacement pod). Usage comes from the `sim.vpa.dev/usage` annotation, which the
+Each scenario runs against `vpa sim` and, with `E2E_CONTROL_PLANE=kubernetes`, against the
+kube-apiserver of the release `make e2e-cluster` builds (v1.37.2 by default; its own validation and
+defaulting judge every pod our webhook admits: a patch it refused would leave the ReplicaSet without its
+replacement pod). Usage comes from the `sim.vpa.dev/usage` annotation, which the
 simulator's kubelets honour on both backends.
 
 Recommendations keep moving while a scenario polls, so each records every set of targets the VPA has
