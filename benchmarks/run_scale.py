@@ -27,11 +27,33 @@ within 25 ms.
 
     python -m benchmarks.run_scale [--vpas 10000] [--pods 50000] [--nodes N] [--sim-nice 10]
                                    [--run-arg=--kube-api-qps=200 ...] [--first-only]
+                                   [--runs N] [--compare BEFORE_CMD] [--vpa-command CMD]
 
 Nodes default to one per 100 pods (the kubelet's default allows 110). `vpa sim` runs at nice 10 by default
 (`--sim-nice`): in a cluster kube-apiserver does not share `vpa run`'s CPUs; on a small machine the
 simulator answering the first loop's writes otherwise keeps `vpa run` waiting for a CPU. Loads of about 25
 minutes on a 2-core machine at 10,000 VPAs.
+
+Several runs on one loaded cluster: `--runs N` measures N runs of each command; `--compare BEFORE_CMD` adds
+a second `vpa run`, alternated with this checkout's (before, after, before, after, ...) so that both meet the
+same machine and the same cluster. Between runs, once the last `vpa run` has exited (stopped by PID), the
+cluster is put back where a first run starts (`reset`): every VPA's status cleared through the status
+subresource, every VerticalPodAutoscalerCheckpoint deleted, and every Lease, MutatingWebhookConfiguration
+and Secret that was not there before the first run deleted (the Leases of leader election and the webhook's
+status, the webhook's registration, its self-managed certificates); then the benchmark waits until the
+cluster is quiet again. Each run first checks that no VPA carries a recommendation, so that "every VPA
+recommended" counts its own writes only. Each run's rows are printed as it ends; at the end, one line per
+run and, per command, the median and [min–max] of each measure. The before build is a checkout of its own
+in a venv of its own (issue 41's before is 9b373e2, round 2's end):
+
+    git worktree add <before-checkout> 9b373e2
+    python3 -m venv <before-venv> && <before-venv>/bin/pip install -e <before-checkout>
+    python -m benchmarks.run_scale --runs 3 --compare '<before-venv>/bin/vpa run'
+
+Give the venv's `vpa` script, not `<before-venv>/bin/python -m vpa.cli run`: the benchmark starts its
+processes in this checkout, where `-m` would import this checkout's code. `--vpa-command` replaces this
+checkout's `vpa run` the same way; either command must exec `vpa run` itself (no wrapping shell), so that
+its PID is the one measured.
 """
 
 from __future__ import annotations
@@ -40,13 +62,15 @@ import argparse
 import asyncio
 import dataclasses
 import multiprocessing
+import shlex
 import shutil
 import ssl
+import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -66,6 +90,7 @@ from benchmarks.control_plane import (
     _free_port,
     _gather_bounded,
     _metric,
+    _settle,
     _spawn,
     _stop,
     _until,
@@ -83,6 +108,10 @@ PODS_PER_NODE = 100
 STEADY_CPU = 0.05
 """The simulator is quiet once its CPU use over a window changes by less than this much from the window
 before: at tens of thousands of pods its node agent and heartbeats keep a steady background of their own."""
+
+
+Row = tuple[str, str, str]
+"""A table row: the measure, its value, a note (its verdict, what it is made of)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -251,7 +280,7 @@ def _verdict(value: float, limit: float | None, unit: str = "") -> str:
     return f"target ≤ {limit:g}{unit}: {'ok' if value <= limit else 'MISS'}"
 
 
-def _webhook_rows(window: str, row: dict[str, float], targets: Targets) -> list[tuple[str, str, str]]:
+def _webhook_rows(window: str, row: dict[str, float], targets: Targets) -> list[Row]:
     return [
         (f"webhook p99, {window} (c=1)", f"{row['p99']:.1f} ms",
          f"{_verdict(row['p99'], targets.p99_ms, ' ms')}; p50 {row['p50']:.1f} ms, {row['n']:.0f} reviews"),
@@ -265,11 +294,200 @@ def _webhook_ok(row: dict[str, float], targets: Targets) -> bool:
         targets.max_ms is None or row["max"] <= targets.max_ms)
 
 
-async def run(vpas: int, pods: int, nodes: int, first_only: bool = False, run_args: tuple[str, ...] = (),
-              sim_nice: int = SIM_NICE) -> tuple[list[tuple[str, str, str]], bool]:
-    targets = targets_for(vpas)
+@dataclasses.dataclass(frozen=True)
+class VpaCommand:
+    """A `vpa run` to measure: `argv` up to and including `run` (the benchmark appends its own flags)."""
+
+    label: str
+    argv: tuple[str, ...]
+
+
+THIS_CHECKOUT: Final = (sys.executable, "-m", "vpa.cli", "run")
+"""This checkout's `vpa run` (the benchmark's processes start in this checkout, so `-m` imports its code)."""
+THIS_ONE: Final = VpaCommand("vpa run", THIS_CHECKOUT)
+
+
+@dataclasses.dataclass
+class Measures:
+    """One measured `vpa run`: what the table and the summary show (None: not measured in that run)."""
+
+    command: str
+    ready_s: float
+    first_loop_s: float | None
+    recommended_s: float | None
+    throttled: float
+    p99_first: float
+    max_first: float
+    loop_s: float | None = None
+    loop_requests: float | None = None
+    p99_relist: float | None = None
+    max_relist: float | None = None
+    rss_mib: float = 0.0
+    failed_reviews: int = 0
+    ok: bool = False
+
+
+COLUMNS: Final = (
+    ("recommended s", "recommended_s", ".1f"),
+    ("first loop s", "first_loop_s", ".1f"),
+    ("ready s", "ready_s", ".1f"),
+    ("429", "throttled", ".0f"),
+    ("steady loop s", "loop_s", ".1f"),
+    ("requests/loop", "loop_requests", ".0f"),
+    ("p99 1st ms", "p99_first", ".1f"),
+    ("max 1st ms", "max_first", ".1f"),
+    ("p99 relist ms", "p99_relist", ".1f"),
+    ("max relist ms", "max_relist", ".1f"),
+    ("peak RSS MiB", "rss_mib", ".0f"),
+)
+"""The table's measures: header, `Measures` field, format."""
+
+
+def _cell(value: float | None, fmt: str) -> str:
+    return "-" if value is None else format(value, fmt)
+
+
+def runs_table(results: list[Measures]) -> list[str]:
+    """One line per run, in the order run: its command and each measure of `COLUMNS`."""
+    label_width = max(len("command"), *(len(m.command) for m in results))
+    headers = "  ".join(header for header, _, _ in COLUMNS)
+    header = f"  {'run':>3}  {'command':<{label_width}}  {headers}"
+    lines = [header + "  verdict"]
+    for n, m in enumerate(results, 1):
+        cells = "  ".join(f"{_cell(getattr(m, field), fmt):>{len(h)}}" for h, field, fmt in COLUMNS)
+        lines.append(f"  {n:>3}  {m.command:<{label_width}}  {cells}  {'ok' if m.ok else 'MISS'}")
+    return lines
+
+
+def summary(results: list[Measures]) -> list[str]:
+    """One line per measure, one column per command (in the order of its first run): the median and
+    [min–max] over that command's runs."""
+    commands = list(dict.fromkeys(m.command for m in results))
+    by_command = {c: [m for m in results if m.command == c] for c in commands}
+    cells: list[list[str]] = [
+        [f"{c} ({len(runs)} run{'s' if len(runs) > 1 else ''}, {sum(m.ok for m in runs)} ok)"
+         for c, runs in by_command.items()]
+    ]
+    names = ["measure: median [min–max]"]
+    for header, field, fmt in COLUMNS:
+        row = []
+        for runs in by_command.values():
+            values = [v for m in runs if (v := getattr(m, field)) is not None]
+            missing = f" ({len(values)} of {len(runs)} runs)" if len(values) < len(runs) else ""
+            row.append("-" if not values else f"{format(statistics.median(values), fmt)} "
+                       f"[{format(min(values), fmt)}–{format(max(values), fmt)}]{missing}")
+        if any(cell != "-" for cell in row):
+            names.append(header)
+            cells.append(row)
+    widths = [max(len(line[i]) for line in cells) for i in range(len(commands))]
+    name_width = max(len(n) for n in names)
+    lines = []
+    for name, line in zip(names, cells, strict=True):
+        padded = "  ".join(f"{cell:>{width}}" for cell, width in zip(line, widths, strict=True))
+        lines.append(f"  {name:<{name_width}}  {padded}")
+    return lines
+
+
+@dataclasses.dataclass
+class Cluster:
+    """The loaded cluster every measured run shares."""
+
+    kube: Kube
+    kubeconfig: Path
+    sim: asyncio.subprocess.Process
+    work: Path
+    vpas: int
+    processes: dict[int, str]
+    """The processes whose CPU is counted (the simulator's, the benchmark's; a run adds its `vpa run`)."""
+    review: bytes
+    tallies: list[Tally]
+    """Every `Tally` started, closed on the way out whatever happens."""
+
+    @property
+    def sim_log(self) -> Path:
+        return self.work / "sim.log"
+
+
+VPA_API: Final = "/apis/autoscaling.k8s.io/v1"
+LEFT_BY_A_RUN: Final = (
+    ("/apis/coordination.k8s.io/v1", "leases"),  # the leader-election and the webhook's status Leases
+    ("/apis/admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations"),  # the webhook's registration
+    ("/api/v1", "secrets"),  # the self-managed webhook certificates: a first start generates them
+)
+"""Objects `vpa run` creates that a later start would find, and start differently: every one not in the
+cluster before the first run is deleted between runs."""
+
+
+def _path(prefix: str, plural: str, namespace: str = "", name: str = "") -> str:
+    scope = f"/namespaces/{namespace}" if namespace else ""
+    return f"{prefix}{scope}/{plural}" + (f"/{name}" if name else "")
+
+
+async def _items(k: Kube, prefix: str, plural: str) -> list[dict[str, Any]]:
+    status, body = await k.call("GET", _path(prefix, plural))
+    if status != 200 or body is None:
+        raise RuntimeError(f"LIST {plural}: HTTP {status}")
+    items: list[dict[str, Any]] = body["items"]
+    return items
+
+
+def _key(item: dict[str, Any]) -> tuple[str, str]:
+    return item["metadata"].get("namespace", ""), item["metadata"]["name"]
+
+
+async def cluster_objects(k: Kube) -> dict[str, set[tuple[str, str]]]:
+    """Every object of `LEFT_BY_A_RUN`, by plural: (namespace, name)."""
+    return {plural: {_key(i) for i in await _items(k, prefix, plural)} for prefix, plural in LEFT_BY_A_RUN}
+
+
+async def reset(k: Kube, baseline: dict[str, set[tuple[str, str]]]) -> str:
+    """Put back the state a first `vpa run` starts from, once the last one has exited: no VPA status (so
+    every recommendation the next run is timed to is its own), no VerticalPodAutoscalerCheckpoints (which a
+    recommender starts from), and none of `LEFT_BY_A_RUN` that `baseline` did not hold. What was done."""
+
+    async def delete(path: str) -> None:
+        status, _ = await k.call("DELETE", path)
+        if status not in (200, 202, 404):
+            raise RuntimeError(f"reset: DELETE {path}: HTTP {status}")
+
+    async def clear_status(item: dict[str, Any]) -> None:
+        # The status subresource: in vpa sim faster than deleting and re-creating the VPAs, and the objects
+        # keep their uid and creationTimestamp, as the first run saw them.
+        path = _path(VPA_API, "verticalpodautoscalers", *_key(item)) + "/status"
+        for attempt in range(20):
+            async with k.session.patch(path, data=b'{"status":null}',
+                                       headers={"Content-Type": "application/merge-patch+json"}) as resp:
+                await resp.read()
+                if resp.status == 200:
+                    return
+                if resp.status != 429 and resp.status < 500:
+                    raise RuntimeError(f"reset: PATCH {path}: HTTP {resp.status}")
+            await asyncio.sleep(0.2 * (attempt + 1))
+        raise RuntimeError(f"reset: PATCH {path}: still refused after 20 attempts")
+
+    with_status = [v for v in await _items(k, VPA_API, "verticalpodautoscalers") if v.get("status")]
+    await _gather_bounded([clear_status(v) for v in with_status])
+    checkpoints = await _items(k, VPA_API, "verticalpodautoscalercheckpoints")
+    for namespace in sorted({_key(c)[0] for c in checkpoints}):
+        await delete(_path(VPA_API, "verticalpodautoscalercheckpoints", namespace))
+    deleted: list[str] = []
+    for (prefix, plural), now in zip(LEFT_BY_A_RUN, (await cluster_objects(k)).values(), strict=True):
+        for namespace, name in sorted(now - baseline[plural]):
+            await delete(_path(prefix, plural, namespace, name))
+            deleted.append(f"{plural[:-1]} {namespace + '/' if namespace else ''}{name}")
+    left = await _items(k, VPA_API, "verticalpodautoscalercheckpoints")
+    stayed = {plural: now - baseline[plural] for plural, now in (await cluster_objects(k)).items()}
+    if left or any(stayed.values()):
+        raise RuntimeError(f"reset: {len(left)} checkpoints and {stayed} remain after deleting them")
+    return (f"{len(with_status):,} VPA statuses cleared, {len(checkpoints):,} checkpoints deleted"
+            + (f", deleted {', '.join(deleted)}" if deleted else ""))
+
+
+async def load_cluster(vpas: int, pods: int, nodes: int, sim_nice: int, work: Path,
+                       tallies: list[Tally]) -> tuple[Cluster, Row]:
+    """Start `vpa sim`, create the Deployments and the VPAs, wait until every pod runs, every Deployment is
+    available and the cluster is quiet, and one metrics window more; the cluster and its table row."""
     replicas = pods // vpas
-    work = Path(tempfile.mkdtemp(prefix="vpa-bench-run-scale-"))
     kubeconfig = work / "kubeconfig"
     niced = ["nice", "-n", str(sim_nice)] if sim_nice else []
     sim = await _spawn(
@@ -277,207 +495,265 @@ async def run(vpas: int, pods: int, nodes: int, first_only: bool = False, run_ar
          "--nodes", str(nodes), "--node-cpu", "32", "--node-memory", "128Gi", "--time-scale", "1"],
         work / "sim.log",
     )  # fmt: skip
-    run_proc: asyncio.subprocess.Process | None = None
-    kube: Kube | None = None
-    probe: WebhookProbe | None = None
-    tallies: list[Tally] = []
-    rows: list[tuple[str, str, str]] = []
 
     async def exists() -> bool:
         return kubeconfig.exists()
 
     try:
         await _until("vpa sim to start", exists, sim, work / "sim.log", 300)
-        kube = k = Kube(kubeconfig)
-        start = time.monotonic()
-        for ns in range(min(NAMESPACES, vpas)):
-            await k.call("POST", "/api/v1/namespaces", {"metadata": {"name": f"bench-{ns}"}})
-        await asyncio.sleep(2)  # each namespace's default ServiceAccount
-        running = Tally(kubeconfig, PODS, is_running)
-        tallies.append(running)
-        await running.start()
-        await _gather_bounded([
-            k.call("POST", f"/apis/apps/v1/namespaces/bench-{i % NAMESPACES}/deployments",
-                   _deployment(i, replicas))
-            for i in range(vpas)
-        ])  # fmt: skip
-        vpa_path = "/apis/autoscaling.k8s.io/v1/namespaces/bench-{}/verticalpodautoscalers"
-        await _gather_bounded([k.call("POST", vpa_path.format(i % NAMESPACES), _vpa(i)) for i in range(vpas)])
-        want_pods = vpas * replicas
-        await running.until(want_pods, f"{want_pods} running pods", sim, work / "sim.log", 3600)
-        await running.close()
-        rows.append(("cluster", f"{want_pods:,} pods", f"{vpas:,} Deployments × {replicas}, {vpas:,} VPAs, "
-                     f"{nodes:,} nodes; all Running {time.monotonic() - start:.0f} s after the first create"))
-        processes, _ = await settle_cluster(kubeconfig, vpas, sim, work / "sim.log", tallies,
-                                            steady_cpu=STEADY_CPU)
-        await asyncio.sleep(IDLE_S)  # at least one metrics.k8s.io window for every pod
-        _, sample_pods = await k.call("GET", "/api/v1/namespaces/bench-1/pods?limit=1")
-        review = _review(sample_pods["items"][0])
-        recommended = Tally(kubeconfig, VPAS, is_recommended)
-        tallies.append(recommended)
-        await recommended.start()
-        recommended.expect(vpas)
+    except BaseException:
+        await _stop(sim)
+        raise
+    k = Kube(kubeconfig)
+    cluster = Cluster(k, kubeconfig, sim, work, vpas, {}, b"", tallies)
+    start = time.monotonic()
+    for ns in range(min(NAMESPACES, vpas)):
+        await k.call("POST", "/api/v1/namespaces", {"metadata": {"name": f"bench-{ns}"}})
+    await asyncio.sleep(2)  # each namespace's default ServiceAccount
+    running = Tally(kubeconfig, PODS, is_running)
+    tallies.append(running)
+    await running.start()
+    await _gather_bounded([
+        k.call("POST", f"/apis/apps/v1/namespaces/bench-{i % NAMESPACES}/deployments",
+               _deployment(i, replicas))
+        for i in range(vpas)
+    ])  # fmt: skip
+    vpa_path = VPA_API + "/namespaces/bench-{}/verticalpodautoscalers"
+    await _gather_bounded([k.call("POST", vpa_path.format(i % NAMESPACES), _vpa(i)) for i in range(vpas)])
+    want_pods = vpas * replicas
+    await running.until(want_pods, f"{want_pods} running pods", sim, cluster.sim_log, 3600)
+    await running.close()
+    row = ("cluster", f"{want_pods:,} pods", f"{vpas:,} Deployments × {replicas}, {vpas:,} VPAs, "
+           f"{nodes:,} nodes; all Running {time.monotonic() - start:.0f} s after the first create")
+    cluster.processes, _ = await settle_cluster(kubeconfig, vpas, sim, cluster.sim_log, tallies,
+                                                steady_cpu=STEADY_CPU)
+    await asyncio.sleep(IDLE_S)  # at least one metrics.k8s.io window for every pod
+    _, sample_pods = await k.call("GET", "/api/v1/namespaces/bench-1/pods?limit=1")
+    cluster.review = _review(sample_pods["items"][0])
+    return cluster, row
 
-        port, webhook_port = _free_port(), _free_port()
-        run_proc = await _spawn(
-            [sys.executable, "-m", "vpa.cli", "run", f"--kubeconfig={kubeconfig}",
-             f"--address=127.0.0.1:{port}", f"--port={webhook_port}", "--log-format=json", *run_args],
-            work / "vpa-run.log",
-        )  # fmt: skip
-        started = time.monotonic()
-        processes[run_proc.pid] = "vpa run"
-        cpu_start = cpu_seconds(processes)
-        plain = aiohttp.ClientSession()
 
-        async def scrape() -> str:
-            async with plain.get(f"http://127.0.0.1:{port}/metrics") as resp:
-                return await resp.text()
+async def measure(c: Cluster, command: VpaCommand, log: Path, run_args: tuple[str, ...], targets: Targets,
+                  first_only: bool) -> tuple[Measures, list[Row]]:
+    """Start `command`, measure it, stop it (by PID); its measures and its rows."""
+    k = c.kube
+    recommended = Tally(c.kubeconfig, VPAS, is_recommended)
+    c.tallies.append(recommended)
+    await recommended.start()
+    if recommended.count:
+        raise RuntimeError(f"{recommended.count} VPAs carry a recommendation before vpa run starts: the time "
+                           "to every VPA recommended would count recommendations this run did not write")
+    recommended.expect(c.vpas)
 
-        async def ready() -> bool:
-            try:
-                async with plain.get(f"http://127.0.0.1:{port}/readyz") as resp:
-                    return resp.status == 200
-            except aiohttp.ClientError:
-                return False
+    port, webhook_port = _free_port(), _free_port()
+    run_proc = await _spawn(
+        [*command.argv, f"--kubeconfig={c.kubeconfig}", f"--address=127.0.0.1:{port}",
+         f"--port={webhook_port}", "--log-format=json", *run_args],
+        log,
+    )  # fmt: skip
+    started = time.monotonic()
+    c.processes[run_proc.pid] = "vpa run"
+    cpu_start = cpu_seconds(c.processes)
+    plain = aiohttp.ClientSession()
+    probe: WebhookProbe | None = None
 
-        async def loops_at_least(n: float) -> bool:
-            return _metric(await scrape(), LOOPS, TOTAL) >= n
+    async def scrape() -> str:
+        async with plain.get(f"http://127.0.0.1:{port}/metrics") as resp:
+            return await resp.text()
 
+    async def ready() -> bool:
         try:
-            await _until("vpa run ready", ready, run_proc, work / "vpa-run.log", 600)
-            ready_s = time.monotonic() - started
-            probe = WebhookProbe(webhook_port, review, k.url)
-            probe.start()
-            first_loop_s: float | None = None
-            recommended_s: float | None = None
-            deadline = time.monotonic() + 1800
-            while time.monotonic() < deadline and (first_loop_s is None or recommended_s is None):
-                if run_proc.returncode is not None:
-                    raise RuntimeError("vpa run exited: " + (work / "vpa-run.log").read_text()[-2000:])
-                if first_loop_s is None and await loops_at_least(1):
-                    first_loop_s = time.monotonic() - started
-                if recommended_s is None and recommended.reached is not None:
-                    recommended_s = recommended.reached - started
-                    await recommended.close()
-                await asyncio.sleep(1)
-            during_first = await probe.finish()
-            first_text = await scrape()
-            cpu_first = cpu_row(cpu_start, cpu_seconds(processes), time.monotonic() - started)
-            throttled = _metric(first_text, "rest_client_requests_total", 'code="429"')
-            requests_first = _metric(first_text, "rest_client_requests_total")
-            rec_ok = recommended_s is not None and recommended_s <= targets.recommended_s
-            throttled_ok = targets.throttled is None or throttled <= targets.throttled
+            async with plain.get(f"http://127.0.0.1:{port}/readyz") as resp:
+                return resp.status == 200
+        except aiohttp.ClientError:
+            return False
+
+    async def loops_at_least(n: float) -> bool:
+        return _metric(await scrape(), LOOPS, TOTAL) >= n
+
+    try:
+        await _until("vpa run ready", ready, run_proc, log, 600)
+        ready_s = time.monotonic() - started
+        probe = WebhookProbe(webhook_port, c.review, k.url)
+        probe.start()
+        first_loop_s: float | None = None
+        recommended_s: float | None = None
+        deadline = time.monotonic() + 1800
+        while time.monotonic() < deadline and (first_loop_s is None or recommended_s is None):
+            if run_proc.returncode is not None:
+                tail = await asyncio.to_thread(log.read_text)
+                raise RuntimeError("vpa run exited: " + tail[-2000:])
+            if first_loop_s is None and await loops_at_least(1):
+                first_loop_s = time.monotonic() - started
+            if recommended_s is None and recommended.reached is not None:
+                recommended_s = recommended.reached - started
+                await recommended.close()
+            await asyncio.sleep(1)
+        await recommended.close()
+        during_first = await probe.finish()
+        first_text = await scrape()
+        cpu_first = cpu_row(cpu_start, cpu_seconds(c.processes), time.monotonic() - started)
+        throttled = _metric(first_text, "rest_client_requests_total", 'code="429"')
+        requests_first = _metric(first_text, "rest_client_requests_total")
+        rec_ok = recommended_s is not None and recommended_s <= targets.recommended_s
+        throttled_ok = targets.throttled is None or throttled <= targets.throttled
+        m = Measures(command.label, ready_s, first_loop_s, recommended_s, throttled, during_first["p99"],
+                     during_first["max"])
+        rows = [
+            ("vpa run start to ready (caches synced)", f"{ready_s:.1f} s", ""),
+            ("vpa run start to the first loop's end",
+             "not within 30 min" if first_loop_s is None else f"{first_loop_s:.1f} s", ""),
+            ("vpa run start to every VPA recommended",
+             "not within 30 min" if recommended_s is None else f"{recommended_s:.1f} s",
+             _verdict(recommended_s or float("inf"), targets.recommended_s, " s")),
+            ("answers 429 up to then", f"{throttled:.0f}",
+             f"{_verdict(throttled, targets.throttled)}; of {requests_first:.0f} requests"),
+            *_webhook_rows("first loop", during_first, targets),
+            ("CPU used from start to the first loop's end", "by process",
+             f"{cpu_first}; the webhook's client {during_first['cpu']:.1f} s"),
+        ]  # fmt: skip
+        ok = rec_ok and throttled_ok and _webhook_ok(during_first, targets)
+
+        if not first_only:
+            # A steady loop: the second after the first (the first steady one may still carry catch-up).
+            loops = _metric(await scrape(), LOOPS, TOTAL)
+            await _until("a loop", lambda: loops_at_least(loops + 1), run_proc, log, 900)
+            before = await scrape()
+            await _until("another loop", lambda: loops_at_least(loops + 2), run_proc, log, 900)
+            after = await scrape()
+            loop_s = _metric(after, LOOP_SECONDS, TOTAL) - _metric(before, LOOP_SECONDS, TOTAL)
+            per_verb = {
+                verb: _metric(after, "rest_client_requests_total", f'method="{verb}"')
+                - _metric(before, "rest_client_requests_total", f'method="{verb}"')
+                for verb in ("GET", "PATCH", "POST", "PUT", "DELETE", "WATCH")
+            }
+            m.loop_s, m.loop_requests = loop_s, sum(per_verb.values())
             rows += [
-                ("vpa run start to ready (caches synced)", f"{ready_s:.1f} s", ""),
-                ("vpa run start to the first loop's end",
-                 "not within 30 min" if first_loop_s is None else f"{first_loop_s:.1f} s", ""),
-                ("vpa run start to every VPA recommended",
-                 "not within 30 min" if recommended_s is None else f"{recommended_s:.1f} s",
-                 _verdict(recommended_s or float("inf"), targets.recommended_s, " s")),
-                ("answers 429 up to then", f"{throttled:.0f}",
-                 f"{_verdict(throttled, targets.throttled)}; of {requests_first:.0f} requests"),
-                *_webhook_rows("first loop", during_first, targets),
-                ("CPU used from start to the first loop's end", "by process",
-                 f"{cpu_first}; the webhook's client {during_first['cpu']:.1f} s"),
-            ]  # fmt: skip
-            ok = rec_ok and throttled_ok and _webhook_ok(during_first, targets)
+                ("steady loop", f"{loop_s:.1f} s",
+                 _verdict(loop_s, targets.loop_s, " s") + "; interval 60 s"),
+                ("API requests per steady loop", f"{sum(per_verb.values()):.0f}",
+                 ", ".join(f"{v} {n:.0f}" for v, n in per_verb.items() if n)),
+            ]
+            ok = ok and loop_s <= targets.loop_s
 
-            if not first_only:
-                # A steady loop: the second after the first (the first steady one may still carry catch-up).
-                loops = _metric(await scrape(), LOOPS, TOTAL)
-                await _until("a loop", lambda: loops_at_least(loops + 1), run_proc, work / "vpa-run.log", 900)
-                before = await scrape()
-                await _until("another loop", lambda: loops_at_least(loops + 2), run_proc,
-                             work / "vpa-run.log", 900)  # fmt: skip
-                after = await scrape()
-                loop_s = _metric(after, LOOP_SECONDS, TOTAL) - _metric(before, LOOP_SECONDS, TOTAL)
-                per_verb = {
-                    verb: _metric(after, "rest_client_requests_total", f'method="{verb}"')
-                    - _metric(before, "rest_client_requests_total", f'method="{verb}"')
-                    for verb in ("GET", "PATCH", "POST", "PUT", "DELETE", "WATCH")
-                }
-                rows += [
-                    ("steady loop", f"{loop_s:.1f} s",
-                     _verdict(loop_s, targets.loop_s, " s") + "; interval 60 s"),
-                    ("API requests per steady loop", f"{sum(per_verb.values()):.0f}",
-                     ", ".join(f"{v} {n:.0f}" for v, n in per_verb.items() if n)),
-                ]
-                ok = ok and loop_s <= targets.loop_s
+            # A forced relist of every cache, with the webhook probed meanwhile.
+            relists_of = {c: f'cache="{c}",what="relists"' for c in ("pods", "verticalpodautoscalers")}
+            before_relist = await scrape()
+            lists_before = {c: _metric(before_relist, "vpa_watch_cache_events_total", labels)
+                            for c, labels in relists_of.items()}
+            probe.start()
 
-                # A forced relist of every cache, with the webhook probed meanwhile.
-                relists_of = {c: f'cache="{c}",what="relists"' for c in ("pods", "verticalpodautoscalers")}
-                before_relist = await scrape()
-                lists_before = {c: _metric(before_relist, "vpa_watch_cache_events_total", labels)
-                                for c, labels in relists_of.items()}
-                probe.start()
+            async def force_relist() -> None:
+                # A write first, so that the compaction point is newer than every watch's position: a watch a
+                # bookmark brought up to the newest resourceVersion would otherwise resume without a 410 and
+                # not relist at all.
+                await k.call("POST", "/api/v1/namespaces/bench-0/configmaps",
+                             {"metadata": {"generateName": "relist-"}, "data": {}})
+                await k.call("POST", "/sim/v1/faults/compact", {})
+                await k.call("POST", "/sim/v1/faults/drop-watches", {})
 
-                async def force_relist() -> None:
-                    # A write first, so that the compaction point is newer than every watch's position: a
-                    # watch a bookmark brought up to the newest resourceVersion would otherwise resume
-                    # without a 410 and not relist at all.
-                    await k.call("POST", "/api/v1/namespaces/bench-0/configmaps",
-                                 {"metadata": {"generateName": "relist-"}, "data": {}})
-                    await k.call("POST", "/sim/v1/faults/compact", {})
-                    await k.call("POST", "/sim/v1/faults/drop-watches", {})
+            async def relisted() -> bool:
+                now = await scrape()
+                return all(_metric(now, "vpa_watch_cache_events_total", labels) > lists_before[c]
+                           for c, labels in relists_of.items())
 
-                async def relisted() -> bool:
-                    now = await scrape()
-                    return all(_metric(now, "vpa_watch_cache_events_total", labels) > lists_before[c]
-                               for c, labels in relists_of.items())
+            cpu_relist_start = cpu_seconds(c.processes)
+            await force_relist()
+            relist_started = time.monotonic()
+            forced = 1
+            while True:  # a watch can still resume without a 410: forced again, at most three times more
+                try:
+                    await _until("the relist", relisted, run_proc, log, 60)
+                    break
+                except RuntimeError:
+                    if run_proc.returncode is not None or forced > 3:
+                        raise
+                    forced += 1
+                    await force_relist()
+            await asyncio.sleep(3)
+            relist_s = time.monotonic() - relist_started
+            during_relist = await probe.finish()
+            cpu_relist = cpu_row(cpu_relist_start, cpu_seconds(c.processes), relist_s)
+            m.p99_relist, m.max_relist = during_relist["p99"], during_relist["max"]
+            rows += [
+                ("forced relist of every cache", f"{relist_s:.1f} s",
+                 f"forced {forced} times" if forced > 1 else ""),
+                *_webhook_rows("forced relist", during_relist, targets),
+                ("CPU used during the relist", "by process",
+                 f"{cpu_relist}; the webhook's client {during_relist['cpu']:.1f} s"),
+            ]
+            ok = ok and _webhook_ok(during_relist, targets)
+        m.rss_mib = _proc_status_mib(run_proc.pid, "VmHWM")
+        rows.append(("vpa run peak RSS", f"{m.rss_mib:.0f} MiB",
+                     _verdict(m.rss_mib, targets.rss_mib, " MiB")))
+        ok = ok and m.rss_mib <= targets.rss_mib
+        m.failed_reviews = probe.errors
+        if probe.errors:
+            rows.append(("webhook reviews that failed", f"{probe.errors}", "a target miss"))
+            ok = False
+        m.ok = ok
+        return m, rows
+    finally:
+        await plain.close()
+        if probe is not None:
+            await probe.close()
+        await recommended.close()
+        await _stop(run_proc)
+        c.processes.pop(run_proc.pid, None)
 
-                cpu_relist_start = cpu_seconds(processes)
-                await force_relist()
-                relist_started = time.monotonic()
-                forced = 1
-                while True:  # a watch can still resume without a 410: forced again, at most three times more
-                    try:
-                        await _until("the relist", relisted, run_proc, work / "vpa-run.log", 60)
-                        break
-                    except RuntimeError:
-                        if run_proc.returncode is not None or forced > 3:
-                            raise
-                        forced += 1
-                        await force_relist()
-                await asyncio.sleep(3)
-                relist_s = time.monotonic() - relist_started
-                during_relist = await probe.finish()
-                cpu_relist = cpu_row(cpu_relist_start, cpu_seconds(processes), relist_s)
-                rows += [
-                    ("forced relist of every cache", f"{relist_s:.1f} s",
-                     f"forced {forced} times" if forced > 1 else ""),
-                    *_webhook_rows("forced relist", during_relist, targets),
-                    ("CPU used during the relist", "by process",
-                     f"{cpu_relist}; the webhook's client {during_relist['cpu']:.1f} s"),
-                ]
-                ok = ok and _webhook_ok(during_relist, targets)
-            rss_peak = _proc_status_mib(run_proc.pid, "VmHWM")
-            rows.append(("vpa run peak RSS", f"{rss_peak:.0f} MiB",
-                         _verdict(rss_peak, targets.rss_mib, " MiB")))
-            ok = ok and rss_peak <= targets.rss_mib
-            if probe.errors:
-                rows.append(("webhook reviews that failed", f"{probe.errors}", "a target miss"))
-                ok = False
-        finally:
-            await plain.close()
+
+async def run(vpas: int, pods: int, nodes: int, first_only: bool = False, run_args: tuple[str, ...] = (),
+              sim_nice: int = SIM_NICE, commands: tuple[VpaCommand, ...] = (THIS_ONE,),
+              runs: int = 1) -> tuple[list[Row], list[tuple[Measures, list[Row]]]]:
+    """Load one cluster, then `runs` rounds of `commands` in turn (A, B, A, B, ...), the cluster reset and
+    quiet again before each run but the first: the cluster's rows, and each run's measures and rows."""
+    targets = targets_for(vpas)
+    work = Path(tempfile.mkdtemp(prefix="vpa-bench-run-scale-"))
+    tallies: list[Tally] = []
+    cluster: Cluster | None = None
+    results: list[tuple[Measures, list[Row]]] = []
+    many = runs * len(commands) > 1
+    try:
+        cluster, loaded = await load_cluster(vpas, pods, nodes, sim_nice, work, tallies)
+        baseline = await cluster_objects(cluster.kube)
+        for n, command in enumerate((c for _ in range(runs) for c in commands), 1):
+            reset_rows: list[Row] = []
+            if n > 1:
+                started = time.monotonic()
+                done = await reset(cluster.kube, baseline)
+                reset_s = time.monotonic() - started
+                await _settle(cluster.processes, cluster.sim, cluster.sim_log, STEADY_CPU)
+                reset_rows.append(("reset before this run", f"{reset_s:.1f} s",
+                                   f"{done}; quiet again {time.monotonic() - started - reset_s:.0f} s later"))
+            label = "".join(ch if ch.isalnum() else "-" for ch in command.label)
+            m, rows = await measure(cluster, command, work / f"vpa-run-{n}-{label}.log", run_args, targets,
+                                    first_only)
+            results.append((m, reset_rows + rows))
+            if many:
+                _print_rows(f"run {n}: {command.label} ({'ok' if m.ok else 'MISS'})", reset_rows + rows)
     except BaseException:
         # The processes' logs outlive a failed run (the work folder is removed below).
         kept = Path(tempfile.mkdtemp(prefix="vpa-bench-run-scale-failed-"))
-        for name in ("vpa-run.log", "sim.log"):
-            if (work / name).exists():
-                shutil.copy(work / name, kept / name)
+        for log in await asyncio.to_thread(lambda: list(work.glob("*.log"))):
+            shutil.copy(log, kept / log.name)
         print(f"run_scale failed; the logs of vpa run and vpa sim are kept in {kept}", file=sys.stderr)
         raise
     finally:
         for tally in tallies:
             await tally.close()
-        if probe is not None:
-            await probe.close()
-        if kube is not None:
-            await kube.close()
-        await _stop(run_proc)
-        await _stop(sim)
+        if cluster is not None:
+            await cluster.kube.close()
+            await _stop(cluster.sim)
         shutil.rmtree(work, ignore_errors=True)
-    return rows, ok
+    return [loaded], results
+
+
+def _print_rows(title: str, rows: list[Row]) -> None:
+    print(f"\n{title}")
+    width = max(len(r[0]) for r in rows)
+    for name, value, note in rows:
+        print(f"  {name:<{width}}  {value:>14}  {note}")
+    sys.stdout.flush()
 
 
 def _positive(value: str) -> int:
@@ -485,6 +761,16 @@ def _positive(value: str) -> int:
     if n <= 0:
         raise argparse.ArgumentTypeError(f"must be a positive number, got {value}")
     return n
+
+
+def _command(flag: str, value: str) -> tuple[str, ...]:
+    """A command line as words; its program must exist (else the one-line error names `flag`)."""
+    argv = tuple(shlex.split(value))
+    if not argv:
+        raise ValueError(f"{flag}: empty command")
+    if shutil.which(argv[0]) is None:
+        raise ValueError(f"{flag} {value!r}: {argv[0]} is not an executable file")
+    return argv
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -499,24 +785,46 @@ def main(argv: list[str] | None = None) -> int:
                    help="run vpa sim at this nice value (default %(default)s; 0: as vpa run)")
     p.add_argument("--run-arg", action="append", default=[], metavar="FLAG",
                    help="a flag for vpa run (repeatable), e.g. --run-arg=--kube-api-qps=200")
+    p.add_argument("--runs", type=_positive, default=1, metavar="N",
+                   help="measured runs of each command on the one loaded cluster (default %(default)s)")
+    p.add_argument("--vpa-command", default=None, metavar="CMD",
+                   help="the vpa run to measure, up to `run` (default: this checkout's)")
+    p.add_argument("--compare", default=None, metavar="BEFORE_CMD",
+                   help="another vpa run, e.g. '<before-venv>/bin/vpa run', measured before --vpa-command "
+                        "in each round (before, after, before, after, ...)")
     args = p.parse_args(argv)
     if args.pods % args.vpas:
         p.error(f"--pods {args.pods} must be a multiple of --vpas {args.vpas} (each VPA's Deployment gets "
                 "--pods / --vpas replicas)")
+    try:
+        this = _command("--vpa-command", args.vpa_command) if args.vpa_command else THIS_CHECKOUT
+        commands = (VpaCommand(THIS_ONE.label, this),) if args.compare is None else (
+            VpaCommand("before", _command("--compare", args.compare)), VpaCommand("after", this))
+    except ValueError as err:
+        p.error(str(err))
     nodes = args.nodes or -(-args.pods // PODS_PER_NODE)
     quiet_logs()
     with open("/proc/loadavg") as loadavg:
         load_before = loadavg.read().split()[:3]
-    rows, ok = asyncio.run(run(args.vpas, args.pods, nodes, args.first_only, tuple(args.run_arg),
-                               args.sim_nice))
+    started = time.monotonic()
+    cluster_rows, results = asyncio.run(run(args.vpas, args.pods, nodes, args.first_only, tuple(args.run_arg),
+                                            args.sim_nice, commands, args.runs))
     with open("/proc/loadavg") as loadavg:
         load_after = loadavg.read().split()[:3]
-    print(f"\nrun_scale: vpa run against vpa sim, separate processes, HTTPS ({'PASS' if ok else 'MISS'}); "
-          f"vpa run flags: {' '.join(args.run_arg) or 'defaults'}; vpa sim at nice {args.sim_nice}; "
-          f"load average {' '.join(load_before)} before, {' '.join(load_after)} after")
-    width = max(len(r[0]) for r in rows)
-    for name, value, note in rows:
-        print(f"  {name:<{width}}  {value:>14}  {note}")
+    ok = all(m.ok for m, _ in results)
+    title = (f"run_scale: vpa run against vpa sim, separate processes, HTTPS ({'PASS' if ok else 'MISS'}); "
+             f"vpa run flags: {' '.join(args.run_arg) or 'defaults'}; vpa sim at nice {args.sim_nice}; "
+             f"load average {' '.join(load_before)} before, {' '.join(load_after)} after")
+    if len(results) == 1:
+        _print_rows(title, cluster_rows + results[0][1])
+        return 0 if ok else 1
+    _print_rows(title + f"; {len(results)} runs in {(time.monotonic() - started) / 60:.0f} min", cluster_rows)
+    for command in commands:
+        print(f"  {command.label}: {shlex.join(command.argv)}")
+    print("\nruns, in the order run")
+    print("\n".join(runs_table([m for m, _ in results])))
+    print("\nper command")
+    print("\n".join(summary([m for m, _ in results])))
     return 0 if ok else 1
 
 
