@@ -72,7 +72,7 @@ upstream:
 	bash hack/upstream/build.sh
 
 # Upstream's binaries and ours side by side on the same cluster (tests/differential): equal recommendations,
-# admission patches and verdicts. Runs in a network namespace of its own (upstream's webhook binds every
+# admission patches and verdicts, and updater decisions. Runs in a network namespace of its own (upstream's webhook binds every
 # interface); skips with one line when upstream is not built (`make upstream`).
 differential: setup
 	@PY=$(PY) PYTEST_ARGS="$(PYTEST_ARGS)" bash hack/differential.sh
