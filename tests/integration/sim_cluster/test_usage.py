@@ -141,3 +141,26 @@ async def test_a_container_whose_kill_is_due_is_not_reported() -> None:
         assert before is not None
         assert [(name, mem) for name, _, mem in before] == [("app", 512 * MI)]
         assert metrics._usage(stored, kill.due + 0.5) == []  # the kill was due by then
+
+
+async def test_usage_is_fixed_at_its_first_read_within_a_resolution_interval() -> None:
+    # Like metrics-server serving its last scrape: a second client reading the same interval after the
+    # container was OOM-killed again (and now waits out its restart backoff) sees what the first saw, so two
+    # recommenders reading at different moments agree on every sample.
+    async with sim("1.35") as (cluster, http):
+        fast = {"app": {"memory": {"type": "leak", "start": "500Mi", "per_hour": "3600Mi"}}}
+        await create_pod(cluster, pod("crashy", annotations={ANNOTATION: json.dumps(fast)}))
+        await cluster.advance(15)  # killed once at 512Mi and restarted; the interval [15 s, 30 s) begins
+        code, first = await pod_metrics(http, "crashy")
+        assert code == 200
+        assert [c["name"] for c in first["containers"]] == ["app"]
+        await cluster.advance(12)  # killed again: waiting out its backoff, still inside the interval
+        status = cstatus(cluster.store.get("pods", "default", "crashy"))  # type: ignore[arg-type]
+        assert "waiting" in status["state"]
+        code, again = await pod_metrics(http, "crashy")
+        assert code == 200
+        assert (again["containers"], again["timestamp"]) == (first["containers"], first["timestamp"])
+        await cluster.advance(4)  # the next interval is read anew
+        code, later = await pod_metrics(http, "crashy")
+        assert later["timestamp"] != first["timestamp"]
+        assert later["containers"] != first["containers"]

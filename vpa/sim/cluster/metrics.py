@@ -3,13 +3,16 @@
 Owns: `PodMetrics` (running pods only: `metadata{name, namespace, labels, creationTimestamp}`, `timestamp`,
 `window`, `containers[{name, usage{cpu, memory}}]`, native sidecars listed after the containers) and
 `NodeMetrics` (the sum over the node's running pods), label selection of the list, and the sampling
-instant (the current virtual time rounded down to the metrics resolution, so repeated reads within one
-resolution interval agree).
+instant (the current virtual time rounded down to the metrics resolution). Like metrics-server, which
+serves its last scrape until the next one, a pod's usage is fixed at its first read in a resolution
+interval: two clients reading the same interval see the same numbers even when a container is OOM-killed
+or restarts between their reads (on real time, `--time-scale 1`, the clock moves between them).
 
 The documents, the sampling instant and GET / LIST with their 404s are shared with the hollow nodes'
 metrics (`vpa.sim.kubernetes.hollow`), which read usage from the pods' status instead of the node agent.
 
-Must not: keep samples or write to the store: every reading is computed lazily from the node agent's state.
+Must not: keep samples beyond the current interval or write to the store: a reading is computed lazily from
+the node agent's state at its first read in the interval.
 """
 
 from __future__ import annotations
@@ -202,6 +205,10 @@ class Metrics:
         self.usage = usage
         self.clock = clock
         self.options = options
+        # The current interval's usage by pod (namespace, name, uid), fixed at its first read (None: not
+        # running then).
+        self._interval = float("nan")
+        self._fixed: dict[tuple[str, str, str], list[tuple[str, int, int]] | None] = {}
 
     def register(self, hooks: HookRegistry) -> None:
         hooks.add_aggregated_resource(
@@ -225,6 +232,17 @@ class Metrics:
         return sample_instant(self.clock.now(), self.options.metrics_resolution_s)
 
     def _usage(self, pod: Mapping[str, Any], t: float) -> list[tuple[str, int, int]] | None:
+        """The pod's usage in the interval starting at `t`: computed at its first read, then the same."""
+        if t != self._interval:
+            self._interval, self._fixed = t, {}
+        md = pod.get("metadata") or {}
+        key = (md.get("namespace") or "", md.get("name") or "", md.get("uid") or "")
+        if key in self._fixed:
+            return self._fixed[key]
+        usage = self._fixed[key] = self._compute(pod, t)
+        return usage
+
+    def _compute(self, pod: Mapping[str, Any], t: float) -> list[tuple[str, int, int]] | None:
         k = (
             (pod.get("metadata") or {}).get("namespace") or "",
             (pod.get("metadata") or {}).get("name") or "",
