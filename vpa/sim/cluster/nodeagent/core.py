@@ -3,7 +3,8 @@
 Owns: the runtime, store, clock, options and usage it works with; the nodes in creation order, the pods'
 run records, the pending pods and the nodes to try each on next, first fit's per-shape hints, the OOM-kill
 count and resize events; the two sums per node (the scheduler's view: max of desired unless Infeasible,
-allocated and actual requests, per the KEP; the kubelet's: max of allocated and actual), kept incrementally
+allocated and actual requests, per the KEP; the kubelet's: max of allocated and actual; init containers and
+pod-level resources as tracked, `_tracked_spec`), kept incrementally
 by `_account`; forgetting a pod; and, when room frees on a node, retrying its deferred resizes in KEP-1287
 order and the pending pods on it. `_kick` syncs a pod for a reason of our own.
 
@@ -133,17 +134,37 @@ class AgentCore:
         return (max(alloc[0], actual[0]), max(alloc[1], actual[1]))
 
     @staticmethod
-    def _held(spec: Mapping[str, Any], run: PodRun) -> tuple[tuple[int, int], tuple[int, int]]:
-        """The pod's (CPU, memory) requests as allocated and as actuated, from its containers' runs."""
+    def _tracked_spec(spec: Mapping[str, Any], run: PodRun, actual: bool) -> Mapping[str, Any]:
+        """`spec` with its init containers' and pod-level resources as the kubelet allocated (or, with
+        `actual`, actuated) them; the regular containers' are passed to `effective_requests` separately."""
+        if not run.inits and run.pod_level is None:
+            return spec
+        out = dict(spec)
+        if run.inits:
+            inits = []
+            for c in spec.get("initContainers") or []:
+                rec = run.inits.get(c.get("name"))
+                inits.append(
+                    c if rec is None else {**c, "resources": rec.actual if actual else rec.allocated}
+                )
+            out["initContainers"] = inits
+        if run.pod_level is not None and isinstance(spec.get("resources"), Mapping):
+            out["resources"] = run.pod_level.actual if actual else run.pod_level.allocated
+        return out
+
+    @classmethod
+    def _held(cls, spec: Mapping[str, Any], run: PodRun) -> tuple[tuple[int, int], tuple[int, int]]:
+        """The pod's (CPU, memory) requests as allocated and as actuated, from its containers' runs, its
+        init containers' and its pod-level record."""
         names = [c.get("name") for c in spec.get("containers") or []]
         alloc = effective_requests(
-            spec,
+            cls._tracked_spec(spec, run, actual=False),
             containers_override=[
                 run.containers[n].allocated_amounts()[0] if n in run.containers else {} for n in names
             ],
         )
         actual = effective_requests(
-            spec,
+            cls._tracked_spec(spec, run, actual=True),
             containers_override=[
                 run.containers[n].actual_amounts()[0] if n in run.containers else {} for n in names
             ],

@@ -19,7 +19,7 @@ from typing import Any
 
 from vpa.sim.cluster.nodeagent.common import parse_time, resources_of, rfc3339
 from vpa.sim.cluster.nodeagent.core import AgentCore
-from vpa.sim.cluster.nodeagent.runs import ContainerRun, NodeRun, PodRun
+from vpa.sim.cluster.nodeagent.runs import ContainerRun, NodeRun, PodLevelRun, PodRun
 from vpa.sim.cluster.pods import effective_requests
 from vpa.sim.cluster.runtime import Key
 from vpa.sim.contracts import ApiError, JsonObj
@@ -88,11 +88,16 @@ class Kubelet(AgentCore):
         ip = f"10.{64 + node.index // 256}.{node.index % 256}.{n % 253 + 1}"
         start_at = now + self.options.pod_start_delay_s
         run = PodRun(k, (pod.get("metadata") or {}).get("uid") or "", node.name, ip, now, start_at)
-        for c in (pod.get("spec") or {}).get("containers") or []:
-            res = resources_of(c)
-            run.containers[c["name"]] = ContainerRun(
-                c["name"], str(c.get("image") or ""), start_at, copy.deepcopy(res), copy.deepcopy(res)
-            )
+        spec = pod.get("spec") or {}
+        for kind, into in (("containers", run.containers), ("initContainers", run.inits)):
+            for c in spec.get(kind) or []:
+                res = resources_of(c)
+                into[c["name"]] = ContainerRun(
+                    c["name"], str(c.get("image") or ""), start_at, copy.deepcopy(res), copy.deepcopy(res)
+                )
+        if isinstance(spec.get("resources"), Mapping):
+            res = resources_of(spec)
+            run.pod_level = PodLevelRun(copy.deepcopy(res), copy.deepcopy(res))
         run.phase = "Running" if start_at <= now else "Pending"
         return run
 

@@ -1,10 +1,13 @@
 """In-place resize as the kubelet of the configured version does it: the `Resize` mixin of `NodeAgent`.
 
-Owns: the allocation check (Infeasible above allocatable, not re-evaluated until the spec changes again;
-Deferred above free room, retried by `core` when room frees; otherwise allocated, actuated after the
-configured delay) and actuation (`RestartContainer` restarts the container; a no-restart memory-limit
-decrease below usage is refused with `Error`: per container before 1.35, for the pod and each container
-from 1.35, published one sync late as that kubelet does; retried after the kubelet's retry interval).
+Owns: allocating and actuating, through one allocate-then-actuate state (`_records`), each regular
+container, native sidecar, plain init container (actuated without a `PodResizeInProgress`, as the kubelet
+does) and the pod-level `spec.resources`; the allocation check (Infeasible above allocatable, not
+re-evaluated until the spec changes again; Deferred above free room, retried by `core` when room frees;
+otherwise allocated, actuated after the configured delay) and actuation (`RestartContainer` restarts the
+container; a no-restart memory-limit decrease below usage is refused with `Error`: per container before
+1.35, for the pod and each container from 1.35, published one sync late as that kubelet does; retried
+after the kubelet's retry interval).
 
 Must not: write the status (`status` reports `PodResizePending` / `PodResizeInProgress`, or `status.resize`
 on 1.32, from what this records) or kill containers for memory (`restarts`).
@@ -16,14 +19,13 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from vpa.sim.cluster.nodeagent.common import amounts_of, resources_of, same_amounts
+from vpa.sim.cluster.nodeagent.common import amounts_of, resources_of, rfc3339, same_amounts
 from vpa.sim.cluster.nodeagent.core import AgentCore
-from vpa.sim.cluster.nodeagent.runs import NodeRun, PodRun
+from vpa.sim.cluster.nodeagent.runs import ContainerRun, NodeRun, PodLevelRun, PodRun
 from vpa.sim.cluster.pods import (
     CPU,
     MEMORY,
     RESTART_CONTAINER,
-    container_amounts,
     effective_requests,
     is_sidecar,
     restart_policy_for,
@@ -42,25 +44,29 @@ class Resize(AgentCore):
     def _handle_resize(self, pod: JsonObj, run: PodRun, node: NodeRun, now: float) -> None:
         spec = pod.get("spec") or {}
         generation = int((pod.get("metadata") or {}).get("generation") or 0)
-        desired = {
-            c["name"]: resources_of(c)
-            for c in spec.get("containers") or []
-            if c.get("name") in run.containers
-        }
-        changed = any(not same_amounts(desired[n], run.containers[n].allocated) for n in desired)
+        records = self._records(spec, run)
+        desired = {key: resources_of(obj) for key, (obj, _rec) in records.items()}
+        changed = any(not same_amounts(desired[k], rec.allocated) for k, (_obj, rec) in records.items())
         if changed:
-            desired_key = {n: amounts_of(r) for n, r in desired.items()}
+            desired_key = {k: amounts_of(r) for k, r in desired.items()}
             if run.pending is not None and run.pending[0] == "Infeasible" and run.pending_for == desired_key:
                 pass  # never re-evaluated until the spec changes again
             else:
                 verdict, message = self._admit_resize(spec, run, node)
                 if verdict == "":
-                    for n, res in desired.items():
-                        run.containers[n].allocated = copy.deepcopy(res)
+                    for k, (_obj, rec) in records.items():
+                        rec.allocated = copy.deepcopy(desired[k])
                     run.pending = None
                     run.pending_for = None
                     node.deferred.discard(run.key)
-                    if run.in_progress is None or run.in_progress[0] == "Error":
+                    # A plain init container's resize is actuated like the others, but the kubelet reports
+                    # no PodResizeInProgress for it.
+                    shown = any(
+                        not same_amounts(rec.allocated, rec.actual)
+                        for (kind, _name), (obj, rec) in records.items()
+                        if kind != "init" or is_sidecar(obj)
+                    )
+                    if shown and (run.in_progress is None or run.in_progress[0] == "Error"):
                         run.in_progress = ("", "", now, generation)
                     run.actuate_at = now + self.options.resize_actuation_s
                     run.timers.append(self.rt.at(run.actuate_at, self._enqueue_sync(run.key)))
@@ -82,6 +88,26 @@ class Resize(AgentCore):
         if run.actuate_at is not None and run.actuate_at <= now:
             self._actuate(pod, run, now)
         self._account(run, self._sched_view(pod, run), self._kube_view(pod, run))
+
+    @staticmethod
+    def _records(
+        spec: Mapping[str, Any], run: PodRun
+    ) -> dict[tuple[str, str], tuple[Mapping[str, Any], ContainerRun | PodLevelRun]]:
+        """What the kubelet allocates and actuates, keyed by (kind, name): each regular container, each
+        init container (native sidecar or plain) and the pod-level `spec.resources` ("pod", ""), each with
+        the spec object it is read from and its run record."""
+        out: dict[tuple[str, str], tuple[Mapping[str, Any], ContainerRun | PodLevelRun]] = {}
+        for kind, key, recs in (
+            ("container", "containers", run.containers),
+            ("init", "initContainers", run.inits),
+        ):
+            for c in spec.get(key) or []:
+                rec = recs.get(c.get("name"))
+                if rec is not None:
+                    out[(kind, rec.name)] = (c, rec)
+        if run.pod_level is not None and isinstance(spec.get("resources"), Mapping):
+            out[("pod", "")] = (spec, run.pod_level)
+        return out
 
     def _admit_resize(self, spec: Mapping[str, Any], run: PodRun, node: NodeRun) -> tuple[str, str]:
         cpu, mem = effective_requests(spec)
@@ -120,14 +146,8 @@ class Resize(AgentCore):
             if same_amounts(c.allocated, c.actual):
                 continue
             container = specs.get(name) or {}
-            (new_req, new_lim), (old_req, old_lim) = c.allocated_amounts(), c.actual_amounts()
-            changed = {
-                r
-                for r in (CPU, MEMORY)
-                if new_req.get(r) != old_req.get(r) or new_lim.get(r) != old_lim.get(r)
-            }
-            restart = any(restart_policy_for(container, r) == RESTART_CONTAINER for r in changed)
-            if restart:
+            (_new_req, new_lim), (old_req, old_lim) = c.allocated_amounts(), c.actual_amounts()
+            if self._restart_needed(container, c):
                 self._restart_container(pod, run, c, now, {"exitCode": 137, "reason": "Error"}, resize=True)
                 c.actual = copy.deepcopy(c.allocated)
                 continue
@@ -158,6 +178,30 @@ class Resize(AgentCore):
                 c.mem_limit_lowered_at = now
             c.actual = copy.deepcopy(c.allocated)
             self._arm_oom(pod, run, c, since=now)
+        init_specs = {c.get("name"): c for c in spec.get("initContainers") or []}
+        for name, c in run.inits.items():
+            if same_amounts(c.allocated, c.actual):
+                continue
+            container = init_specs.get(name) or {}
+            if is_sidecar(container) and self._restart_needed(container, c):
+                # The sidecar restarts with its new resources (it is never OOM-killed: no usage watch).
+                c.last_terminated = {
+                    "exitCode": 137,
+                    "reason": "Error",
+                    "startedAt": rfc3339(c.started_at),
+                    "finishedAt": rfc3339(now),
+                    "containerID": c.container_id(run.uid),
+                }
+                c.restart_count += 1
+                c.started_at = now
+                c.actual = copy.deepcopy(c.allocated)
+                continue
+            if refusal:
+                continue
+            c.actual = copy.deepcopy(c.allocated)
+        pod_level = run.pod_level
+        if pod_level is not None and not refusal and not same_amounts(pod_level.allocated, pod_level.actual):
+            pod_level.actual = copy.deepcopy(pod_level.allocated)
         if errors:
             since = run.in_progress[2] if run.in_progress is not None else now
             gen = run.in_progress[3] if run.in_progress is not None else 0
@@ -177,6 +221,16 @@ class Resize(AgentCore):
             run.actuate_at = None
             run.resize_error = None
 
+    @staticmethod
+    def _restart_needed(container: Mapping[str, Any], c: ContainerRun) -> bool:
+        """Whether a resource changing from actual to allocated has a `RestartContainer` policy."""
+        (new_req, new_lim), (old_req, old_lim) = c.allocated_amounts(), c.actual_amounts()
+        return any(
+            restart_policy_for(container, r) == RESTART_CONTAINER
+            for r in (CPU, MEMORY)
+            if new_req.get(r) != old_req.get(r) or new_lim.get(r) != old_lim.get(r)
+        )
+
     def _memory_decrease_refusal(
         self, pod: Mapping[str, Any], run: PodRun, specs: Mapping[Any, Mapping[str, Any]], now: float
     ) -> str:
@@ -187,41 +241,40 @@ class Resize(AgentCore):
         (not restarted) whose limit goes down against its own usage; a refusal is `usage >= new limit`. The
         container's part quotes the name Go-style and, as the kubelet's does, reports the pod's usage.
         """
-        sidecars = [c for c in (pod.get("spec") or {}).get("initContainers") or [] if is_sidecar(c)]
+        spec = pod.get("spec") or {}
+        # The running containers: regular ones and native sidecars, each with its spec and run record.
+        running: list[tuple[str, Mapping[str, Any], ContainerRun]] = [
+            (name, specs.get(name) or {"name": name}, c) for name, c in run.containers.items()
+        ]
+        for side in spec.get("initContainers") or []:
+            rec = run.inits.get(side.get("name"))
+            if rec is not None and is_sidecar(side):
+                running.append((rec.name, side, rec))
         usage: dict[str, int] = {}
         old_pod_limit: int | None = 0
         new_pod_limit: int | None = 0
-        for name, c in run.containers.items():
+        for name, container, c in running:
             (_new_req, new_lim), (old_req, old_lim) = c.allocated_amounts(), c.actual_amounts()
-            container = specs.get(name) or {"name": name}
             usage[name] = self.usage.memory_bytes(
                 pod, container, now, run.start_at, c.started_at, old_req, old_lim
             )
             old_pod_limit = _add_limit(old_pod_limit, old_lim.get(MEMORY))
             new_pod_limit = _add_limit(new_pod_limit, new_lim.get(MEMORY))
         pod_usage = sum(usage.values())
-        for side in sidecars:
-            req, lim = container_amounts(side, "requests"), container_amounts(side, "limits")
-            pod_usage += self.usage.memory_bytes(pod, side, now, run.start_at, run.start_at, req, lim)
-            old_pod_limit = _add_limit(old_pod_limit, lim.get(MEMORY))
-            new_pod_limit = _add_limit(new_pod_limit, lim.get(MEMORY))
+        if run.pod_level is not None:
+            # A pod-level memory limit is the pod cgroup's, whatever the containers' add up to.
+            old_pod_limit = run.pod_level.actual_amounts()[1].get(MEMORY, old_pod_limit)
+            new_pod_limit = run.pod_level.allocated_amounts()[1].get(MEMORY, new_pod_limit)
         parts: list[str] = []
         pod_decrease = new_pod_limit is not None and (old_pod_limit is None or new_pod_limit < old_pod_limit)
         if pod_decrease and new_pod_limit is not None and pod_usage >= new_pod_limit:
             parts.append(
                 f"attempting to set pod memory limit ({new_pod_limit}) below current usage ({pod_usage})"
             )
-        for name, c in run.containers.items():
-            (new_req, new_lim), (old_req, old_lim) = c.allocated_amounts(), c.actual_amounts()
-            container = specs.get(name) or {}
-            changed = {
-                r
-                for r in (CPU, MEMORY)
-                if new_req.get(r) != old_req.get(r) or new_lim.get(r) != old_lim.get(r)
-            }
-            if any(restart_policy_for(container, r) == RESTART_CONTAINER for r in changed):
+        for name, container, c in running:
+            if self._restart_needed(container, c):
                 continue
-            new_mem, old_mem = new_lim.get(MEMORY), old_lim.get(MEMORY)
+            new_mem, old_mem = c.allocated_amounts()[1].get(MEMORY), c.actual_amounts()[1].get(MEMORY)
             if new_mem is None or (old_mem is not None and new_mem >= old_mem):
                 continue
             if usage[name] >= new_mem:

@@ -1,9 +1,10 @@
 """The node agent's records: `ContainerRun`, `PodRun` and `NodeRun`.
 
 Owns: what the kubelet keeps per container (allocated and actual resources, restarts, termination, crash
-back-off, the last in-place memory-limit decrease), per pod (node, IP, phase, pending and in-progress
-resizes, its share of the node's two sums, timers, the resourceVersion of our last write) and per node
-(allocatable, labels, taints, the scheduler's and the kubelet's sums, its pods and deferred resizes, its IP).
+back-off, the last in-place memory-limit decrease), per pod (node, IP, phase, its init containers' and its
+pod-level allocated and actual resources, pending and in-progress resizes, its share of the node's two
+sums, timers, the resourceVersion of our last write) and per node (allocatable, labels, taints, the
+scheduler's and the kubelet's sums, its pods and deferred resizes, its IP).
 
 Must not: change itself beyond memoising parsed amounts; the `NodeAgent` mixins do that.
 """
@@ -17,6 +18,20 @@ from typing import Any
 from vpa.sim.cluster.nodeagent.common import amounts_of
 from vpa.sim.cluster.runtime import Key
 from vpa.sim.contracts import JsonObj
+
+
+@dataclass
+class PodLevelRun:
+    """The pod-level `spec.resources` as allocated and as actuated (the pod cgroup)."""
+
+    allocated: dict[str, dict[str, Any]]
+    actual: dict[str, dict[str, Any]]
+
+    def allocated_amounts(self) -> tuple[dict[str, int], dict[str, int]]:
+        return amounts_of(self.allocated)
+
+    def actual_amounts(self) -> tuple[dict[str, int], dict[str, int]]:
+        return amounts_of(self.actual)
 
 
 @dataclass
@@ -64,6 +79,10 @@ class PodRun:
     bound_at: float
     start_at: float
     containers: dict[str, ContainerRun] = field(default_factory=dict)
+    # Init containers (native sidecars and plain ones), in spec order: only their resources and restarts are
+    # tracked (they are never OOM-killed, and a plain one has completed once the pod runs).
+    inits: dict[str, ContainerRun] = field(default_factory=dict)
+    pod_level: PodLevelRun | None = None  # set when the pod has `spec.resources`
     phase: str = "Pending"
     pending: tuple[str, str, float, int] | None = None  # (reason, message, since, generation)
     pending_for: Any = None  # the desired resources an Infeasible verdict was about

@@ -191,7 +191,7 @@ class Status(AgentCore):
         As the kubelet reports them: the allocated aggregate of the requests (`PodRequests`); and what the
         pod cgroup holds: CPU request and both limits as actuated, the memory request as allocated (it is
         not written to a cgroup). A limit appears only when every container has one. Pod-level
-        `spec.resources` stand for the containers' aggregate (the stand-in does not resize them). A 1.36
+        `spec.resources` stand for the containers' aggregate, as allocated and as actuated. A 1.36
         kubelet keeps the memory request it first reported (it carries the old status's value over).
         """
         names = [c.get("name") for c in spec.get("containers") or []]
@@ -200,17 +200,22 @@ class Status(AgentCore):
             return {}
         allocated = [c.allocated_amounts() for c in runs if c is not None]
         actual = [c.actual_amounts() for c in runs if c is not None]
-        alloc_cpu, alloc_mem = effective_requests(spec, containers_override=[r for r, _ in allocated])
-        actual_cpu, _ = effective_requests(spec, containers_override=[r for r, _ in actual])
+        alloc_cpu, alloc_mem = effective_requests(
+            AgentCore._tracked_spec(spec, run, actual=False), containers_override=[r for r, _ in allocated]
+        )
+        actual_spec = AgentCore._tracked_spec(spec, run, actual=True)
+        actual_cpu, _ = effective_requests(actual_spec, containers_override=[r for r, _ in actual])
         limits: dict[str, str] = {}
         sidecar_limits = [
-            container_amounts(c, "limits") for c in spec.get("initContainers") or [] if is_sidecar(c)
+            container_amounts(c, "limits") for c in actual_spec.get("initContainers") or [] if is_sidecar(c)
         ]
         for resource in (CPU, MEMORY):
             values = [lim.get(resource) for _, lim in actual] + [lim.get(resource) for lim in sidecar_limits]
             if values and all(v is not None for v in values):
                 limits[resource] = _fmt_amount(resource, sum(v for v in values if v is not None))
-        pod_spec = container_amounts(spec, "limits") if isinstance(spec.get("resources"), Mapping) else {}
+        pod_spec = (
+            container_amounts(actual_spec, "limits") if isinstance(spec.get("resources"), Mapping) else {}
+        )
         for resource, value in pod_spec.items():
             limits[resource] = _fmt_amount(resource, value)
         requests = {CPU: _fmt_amount(CPU, actual_cpu), MEMORY: _fmt_amount(MEMORY, alloc_mem)}
@@ -227,22 +232,26 @@ class Status(AgentCore):
     def _init_statuses(spec: Mapping[str, Any], run: PodRun, running: bool) -> JsonObj:
         """Init containers ran to completion before the pod started; native sidecars keep running.
 
-        Simplification: init containers take no time, and sidecars run with their spec resources (the
-        node agent resizes regular containers only)."""
+        Simplification: plain init containers take no time. Every init container reports the resources
+        its run record holds as allocated and as actuated (`resize` resizes them), and its restarts."""
         inits = spec.get("initContainers") or []
         if not inits:
             return {}
         out: list[JsonObj] = []
         started = rfc3339(run.start_at)
         for c in inits:
-            res = resources_of(c)
-            sidecar = c.get("restartPolicy") == "Always"
-            digest = hashlib.sha256(f"{run.uid}/{c.get('name')}/0".encode()).hexdigest()
+            rec = run.inits.get(c.get("name"))
+            allocated = rec.allocated if rec is not None else resources_of(c)
+            actual = rec.actual if rec is not None else allocated
+            sidecar = is_sidecar(c)
+            restarts = rec.restart_count if rec is not None and sidecar else 0
+            digest = hashlib.sha256(f"{run.uid}/{c.get('name')}/{restarts}".encode()).hexdigest()
             state: JsonObj
             if not running:
                 state = {"waiting": {"reason": "PodInitializing"}}
             elif sidecar:
-                state = {"running": {"startedAt": started}}
+                since = rfc3339(rec.started_at) if rec is not None and restarts else started
+                state = {"running": {"startedAt": since}}
             else:
                 state = {
                     "terminated": {
@@ -254,19 +263,20 @@ class Status(AgentCore):
                     }
                 }
             image = str(c.get("image") or "")
+            last = rec.last_terminated if rec is not None and sidecar else None
             out.append(
                 {
                     "name": c.get("name"),
                     "state": state,
-                    "lastState": {},
+                    "lastState": {"terminated": dict(last)} if last else {},
                     "ready": running and sidecar,
-                    "restartCount": 0,
+                    "restartCount": restarts,
                     "image": image,
                     "imageID": f"{image.split(':')[0]}@sha256:{hashlib.sha256(image.encode()).hexdigest()}",
                     "started": sidecar and running,
                     "containerID": f"containerd://{digest}",
-                    "allocatedResources": dict(res.get("requests") or {}),
-                    "resources": {k: dict(v) for k, v in res.items() if v},
+                    "allocatedResources": dict(allocated.get("requests") or {}),
+                    "resources": {k: dict(v) for k, v in actual.items() if v},
                 }
             )
         return {"initContainerStatuses": out}
