@@ -385,8 +385,8 @@ async def case_pod_level_resources(api: Api, ns: str, _v: tuple[int, int]) -> li
 
 
 async def case_init_container(api: Api, ns: str, version: tuple[int, int]) -> list[Any]:
-    if version < (1, 37):
-        pytest.skip("non-sidecar init containers are resizable from 1.37")
+    if version < (1, 36):
+        pytest.skip("non-sidecar init containers are resizable from 1.36")
     body = pod(
         "web",
         C("c", "100m", "64Mi", "200m", "128Mi"),
@@ -417,29 +417,15 @@ async def case_init_container(api: Api, ns: str, version: tuple[int, int]) -> li
     return [answers, kept]
 
 
-# Kept differences (docs/deviations.md): the stand-in applies a native sidecar's, a pod-level and an init
-# container's resize at once, with no in-between state (allocated, not yet actuated); the end state agrees.
-INSTANT = (
-    "docs/deviations.md: sidecar, pod-level and init container resizes are applied at once by the stand-in"
-)
-
 CASES: list[Any] = [
     pytest.param(case_feasible_increase, id="feasible-increase"),
     pytest.param(case_above_capacity, id="above-capacity-403"),
     pytest.param(case_deferred_until_room, id="deferred-until-room"),
     pytest.param(case_memory_decrease_below_usage, id="memory-decrease-below-usage"),
     pytest.param(case_restart_container, id="restart-container"),
-    pytest.param(
-        case_native_sidecar, id="native-sidecar", marks=pytest.mark.xfail(strict=True, reason=INSTANT)
-    ),
-    pytest.param(
-        case_pod_level_resources,
-        id="pod-level-resources",
-        marks=pytest.mark.xfail(strict=True, reason=INSTANT),
-    ),
-    pytest.param(
-        case_init_container, id="init-container", marks=pytest.mark.xfail(strict=True, reason=INSTANT)
-    ),
+    pytest.param(case_native_sidecar, id="native-sidecar"),
+    pytest.param(case_pod_level_resources, id="pod-level-resources"),
+    pytest.param(case_init_container, id="init-container"),
 ]
 
 
