@@ -590,6 +590,9 @@ RUN_FLAGS: Final[tuple[FlagDef, ...]] = (
     FlagDef("evict-after-oom-threshold", DURATION, _U, "Update a pod at once if it was OOM-killed within "
             "this time of starting, and that kill is within this time of now.",
             "updater.evict_after_oom_threshold_s"),
+    FlagDef("resize-guard-backoff", DURATION, _U, "With feature gate ResizeGuard: how long decreases of a "
+            "container are held after its first revert; each further revert doubles it, up to 24h. Must be "
+            "greater than 0 and at most 24h.", "updater.resize_guard_backoff_s", addition=True),
     # --- admission controller ---------------------------------------------------------------------------
     FlagDef("client-ca-file", STRING, _A, "Path to the CA PEM file.", "admission.client_ca_file"),
     FlagDef("tls-cert-file", STRING, _A, "Path to the server certificate PEM file.",

@@ -552,6 +552,9 @@ class UpdaterSettings:
     waiting for the next tick."""
     in_place_reaction_delay_s: float = 1.0
     """Ours: how long a prompt pass waits for more changes to join it (also the least gap between two)."""
+    resize_guard_backoff_s: float = 3600.0
+    """Ours (gate `ResizeGuard`): how long a container's decreases are held after its first revert; each
+    further revert doubles it, up to 24 h. Must be greater than 0 and at most 24 h."""
     leader_election: LeaderElectionSettings = field(default_factory=_updater_lease)
     """The updater's own Lease (`vpa-updater`)."""
 
@@ -562,6 +565,8 @@ class UpdaterSettings:
             raise SettingsError("--concurrent-cpu-startup-boost-syncs must be greater than 0")
         if self.in_place_reaction_delay_s < 0:
             raise SettingsError("--in-place-reaction-delay must not be negative")
+        if not 0 < self.resize_guard_backoff_s <= 24 * 3600.0:
+            raise SettingsError("--resize-guard-backoff must be greater than 0 and at most 24h")
 
 
 # --- admission controller -------------------------------------------------------------------------------

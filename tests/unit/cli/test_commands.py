@@ -203,6 +203,8 @@ def test_flags_of_unselected_components_are_accepted() -> None:
             lambda r: r.updater.concurrent_cpu_startup_boost_syncs,
             4,
         ),
+        (["--resize-guard-backoff=90s"], lambda r: r.updater.resize_guard_backoff_s, 90.0),
+        ([], lambda r: r.updater.resize_guard_backoff_s, 3600.0),
         (["--log-backtrace-at=main.go:10"], lambda r: r.common.klog.log_backtrace_at, "main.go:10"),
         (
             ["--vmodule=recommender*=5,updater=2,"],
@@ -271,6 +273,8 @@ def test_values_reach_settings(
         (["--admission-controller-status-lease-timeout=0s"], "must be greater than 0"),
         (["--status-lease-update-interval=-1s"], "--status-lease-update-interval must be greater than 0"),
         (["--concurrent-cpu-startup-boost-syncs=0"], "--concurrent-cpu-startup-boost-syncs must be greater"),
+        (["--resize-guard-backoff=0s"], "--resize-guard-backoff must be greater than 0 and at most 24h"),
+        (["--resize-guard-backoff=48h"], "--resize-guard-backoff must be greater than 0 and at most 24h"),
         (["--alsologtostderrthreshold=loud"], 'invalid value "loud" for flag --alsologtostderrthreshold'),
         (
             ["--prometheus-bearer-token=t", "--prometheus-bearer-token-file=/f", "--username=u"],

@@ -55,6 +55,16 @@ INVALID: list[tuple[str, Callable[[], object], str]] = [
         "--concurrent-cpu-startup-boost-syncs must be greater than 0",
     ),
     (
+        "resize-guard-backoff-zero",
+        lambda: s.UpdaterSettings(resize_guard_backoff_s=0),
+        "--resize-guard-backoff must be greater than 0 and at most 24h",
+    ),
+    (
+        "resize-guard-backoff-above-a-day",
+        lambda: s.UpdaterSettings(resize_guard_backoff_s=25 * 3600.0),
+        "--resize-guard-backoff must be greater than 0 and at most 24h",
+    ),
+    (
         "status-lease-interval-zero",
         lambda: s.AdmissionSettings(status_lease_update_interval_s=0),
         "--status-lease-update-interval must be greater than 0",

@@ -152,7 +152,7 @@ class Updater:
         # Gates InPlaceCapacityAware and DaemonSetScope read Nodes; ResizeGuard writes its VPA condition.
         self.nodes = nodes
         self.conditions = conditions
-        self.guard = ResizeGuard()
+        self.guard = ResizeGuard(backoff_base_s=ctx.settings.updater.resize_guard_backoff_s)
         # Fired by `watch_recommendations` (registered once per process); None: tick-driven only.
         self.trigger = trigger
         self._passes = asyncio.Lock()  # a prompt pass never overlaps a loop

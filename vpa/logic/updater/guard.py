@@ -12,7 +12,7 @@ Owns:
   recommendation's upper bound when that is higher (the limit then kept in proportion, as admission would),
   the upper bound capped at the node's allocatable when known;
 - `Backoff`: per controller and container, the time until which decreases are held after a revert —
-  1 h, doubled by each further revert, at most 24 h;
+  the base (`--resize-guard-backoff`, 1 h by default), doubled by each further revert, at most 24 h;
 - `ResizeGuard`: the loop's state (guarded resizes by pod uid, backoffs), with `watch` (after a resize was
   sent), `check` (each pass: reverts due, records past their window or whose pod is gone forgotten) and
   `held` (the decreases a plan must not make now);
@@ -231,10 +231,10 @@ class Backoff:
     reverts: int = 0
     until: float = 0.0
 
-    def note(self, now: float) -> float:
-        """One more revert at `now`: decreases held for 1 h · 2^(reverts − 1), at most 24 h."""
+    def note(self, now: float, base_s: float = BACKOFF_BASE_S) -> float:
+        """One more revert at `now`: decreases held for base · 2^(reverts − 1), at most 24 h."""
         self.reverts += 1
-        self.until = now + min(BACKOFF_MAX_S, BACKOFF_BASE_S * 2 ** min(self.reverts - 1, 16))
+        self.until = now + min(BACKOFF_MAX_S, base_s * 2 ** min(self.reverts - 1, 16))
         return self.until
 
 
@@ -269,6 +269,8 @@ class ResizeGuard:
 
     records: dict[str, GuardedResize] = field(default_factory=dict)
     backoffs: dict[BackoffKey, Backoff] = field(default_factory=dict)
+    backoff_base_s: float = BACKOFF_BASE_S
+    """The first revert's backoff (`--resize-guard-backoff`); each further revert doubles it."""
 
     def watch(self, pod: PodView, decision: PodDecision, vpa_key: str, now: float, window_s: float) -> None:
         """Guard a resize that was just sent (not a revert: reverts are never guarded). A pod resized again
@@ -315,7 +317,7 @@ class ResizeGuard:
             if group is not None:
                 for name in record.containers:
                     backoff = self.backoffs.setdefault(BackoffKey(group, name), Backoff())
-                    held_until = max(held_until, backoff.note(now))
+                    held_until = max(held_until, backoff.note(now, self.backoff_base_s))
             if not changes:
                 continue  # already back (someone else restored it): nothing to send, the backoff still holds
             grouped = by_container(changes)

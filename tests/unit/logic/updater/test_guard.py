@@ -128,6 +128,26 @@ def test_backoff_doubles_to_a_day() -> None:
     assert helds == [BACKOFF_BASE_S * f for f in (1, 2, 4, 8, 16)] + [BACKOFF_MAX_S, BACKOFF_MAX_S]
 
 
+@pytest.mark.parametrize(
+    ("base_s", "expected"),
+    [
+        (60.0, [60.0, 120.0, 240.0, 480.0]),  # `--resize-guard-backoff=1m`
+        (8 * 3600.0, [8 * 3600.0, 16 * 3600.0, BACKOFF_MAX_S, BACKOFF_MAX_S]),  # capped at a day
+        (BACKOFF_MAX_S, [BACKOFF_MAX_S] * 4),
+    ],
+)
+def test_backoff_base_is_configurable(base_s: float, expected: list[float]) -> None:
+    backoff = Backoff()
+    assert [backoff.note(0.0, base_s) for _ in range(4)] == expected
+    # the guard's state uses its base for every revert
+    state = ResizeGuard(backoff_base_s=base_s)
+    state.watch(_ready(BEFORE, True), DOWN, "default/web", RESIZED_AT, 600)
+    (revert,) = state.check({BEFORE.uid: _oom(AFTER, NOW - 10)}, lambda _: None, NOW)
+    assert revert.held_until == NOW + expected[0]
+    assert state.held(AFTER, NOW + expected[0] - 1) == {"app": NOW + expected[0]}
+    assert state.held(AFTER, NOW + expected[0]) == {}
+
+
 def _oom(p: PodView, at: float) -> PodView:
     return _status(
         _ready(p, True), last_terminated_reason="OOMKilled", last_terminated_at=at, restart_count=1
