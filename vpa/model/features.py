@@ -184,12 +184,14 @@ GATES: Final[tuple[GateSpec, ...]] = (
         components=("updater",),
         effect=(
             "Ours, not an upstream proposal: a resize that hurts is undone. For VPAs annotated "
-            "`vpa.dev/resize-guard: \"true\"`, the updater watches each pod it resized in place for a guard "
+            "`vpa.dev/resize-guard: \"true\"`, the updater watches each pod it resized in place, and the pod "
+            "that replaced one it evicted, for a guard "
             "window (`vpa.dev/resize-guard-window`, default 10m); a pod OOM-killed, restarting or no longer "
             "Ready in it is resized back to its values before the change (or the recommendation's upper "
             "bound if higher), with a Warning event `ResizeReverted` whose message says revert, the VPA "
             "condition `ResizeReverted` and the metric `vpa_updater_resize_reverts_total{cause}`; that "
-            "container's decreases are then held back for 1 h, doubling with each revert up to 24 h."
+            "container's decreases (in place or by eviction) are then held back for 1 h "
+            "(`--resize-guard-backoff`), doubling with each revert up to 24 h."
         ),
     ),
     GateSpec(

@@ -488,14 +488,14 @@ class Updater:
     # ----------------------------------------------------------------------------------- resize guard
 
     async def _revert_hurt(self, work: dict[str, VpaWork], active: Mapping[str, VpaView]) -> set[str]:
-        """Gate ResizeGuard: resize back the pods hurt after one of our resizes (within one pass), with a
-        Warning event on the VPA and the pod, the `ResizeReverted` condition and the revert metric; the uids
-        reverted. Records of pods gone or past their window are forgotten."""
+        """Gate ResizeGuard: resize back the pods hurt after one of our resizes or evictions (within one
+        pass), with a Warning event on the VPA and the pod, the `ResizeReverted` condition and the revert
+        metric; the uids reverted. Records of pods gone or past their window are forgotten."""
         if not self.gates.resize_guard:
             return set()
         now = self.clock.now()
         self.guard.forget_before(now)
-        if not self.guard.records:
+        if not self.guard.records and not self.guard.evictions:
             return set()
         pods = {pod.uid: pod for entry in work.values() for pod in entry.pods}
         owners = {pod.uid: entry for entry in work.values() for pod in entry.pods}
@@ -529,21 +529,26 @@ class Updater:
         result = await self.actuator.resize(pod.namespace, pod.name, operations)
         if not result.ok:
             log.warning("pod_resize_revert_failed", pod=pod.key, cause=revert.cause.value,
-                        error=result.message)
-            return
-        self.attempts[pod.uid] = ResizeAttempt(self.clock.now(), rejected=False, disruptive=False)
-        self.metrics.resize_reverts.labels(cause=revert.cause.value, vpa_name=vpa.name,
-                                           vpa_namespace=vpa.namespace).inc()
+                        error=result.message, held_until=revert.held_until)
+            if result.outcome is Outcome.GONE:
+                return
+            # Refused (say, a recreated pod the cluster cannot resize in place): the backoff still holds
+            # its decreases, and the VPA says so.
+            message = revert.message(refused=f"{result.outcome.value}: {result.message}")
+        else:
+            self.attempts[pod.uid] = ResizeAttempt(self.clock.now(), rejected=False, disruptive=False)
+            self.metrics.resize_reverts.labels(cause=revert.cause.value, vpa_name=vpa.name,
+                                               vpa_namespace=vpa.namespace).inc()
+            log.warning("pod_resize_reverted", pod=pod.key, cause=revert.cause.value, values=revert.values,
+                        held_until=revert.held_until)
         self.events.warning(vpa_ref(vpa), RESIZE_REVERTED, message)
         self.events.warning(pod_ref(pod), RESIZE_REVERTED, message)
-        log.warning("pod_resize_reverted", pod=pod.key, cause=revert.cause.value, values=revert.values,
-                    held_until=revert.held_until)
         if self.conditions is not None:
             current = self.ctx.vpas.get(vpa.namespace, vpa.name)  # the freshest conditions the cache has
             conditions = (current or vpa).status.conditions
             try:
-                await self.conditions.write(vpa.namespace, vpa.name,
-                                            with_reverted_condition(conditions, revert, self.clock.now()))
+                await self.conditions.write(vpa.namespace, vpa.name, with_reverted_condition(
+                    conditions, revert, self.clock.now(), message))
             except Exception as err:  # the revert is done; the condition is best effort
                 log.warning("resize_reverted_condition_write_failed", vpa=vpa.key, error=str(err))
 
@@ -740,8 +745,12 @@ class Updater:
 
     async def _evict(self, entry: VpaWork, decision: PodDecision, report: LoopReport) -> None:
         pod, vpa = decision.pod, entry.vpa
+        evicted_at = self.clock.now()
         result: Result = await self.actuator.evict(pod.namespace, pod.name, pod.uid)
         if result.ok:
+            if guard_enabled(self.gates, vpa):
+                # The controller's next pod, admitted with the recommendation, is watched as a resize is.
+                self.guard.watch_eviction(pod, vpa.key, evicted_at, guard_window_s(vpa.annotations))
             self.events.normal(pod_ref(pod), EVICTED_BY_VPA, EVICTED_BY_VPA_MESSAGE)
             self.events.normal(
                 vpa_ref(vpa),

@@ -1,10 +1,15 @@
-"""The resize guard (gate `ResizeGuard`, per VPA `vpa.dev/resize-guard: "true"`): an in-place resize that
-hurts its pod is undone, and that container's decreases are held back for a while.
+"""The resize guard (gate `ResizeGuard`, per VPA `vpa.dev/resize-guard: "true"`): an in-place resize, or an
+eviction made to apply a recommendation, that hurts its pod is undone, and that container's decreases are held
+back for a while.
 
 Owns:
 - `GuardedResize`: what the loop remembers of one resize it made — when, the guard window's end, and per
   changed container the requests and limits before the change and its restart count then, plus whether the
   pod was Ready;
+- `EvictedFor` and `replacement`: an eviction for a guarded VPA waits (for one window) for the next pod of the
+  same controller, created after it with the values the webhook gave it; that pod is then guarded as a
+  resize from the evicted pod's values to its own (restart counts from 0, readiness from when it is first
+  Ready);
 - `hurt`: whether a guarded pod was hurt since the resize, and how (`Cause`): a container OOM-killed after it
   (`OOMKilled`), a restart count that rose (`Restarted`), or a pod that was Ready and is not any more
   (`NotReady`), checked in that order;
@@ -13,13 +18,17 @@ Owns:
   the upper bound capped at the node's allocatable when known;
 - `Backoff`: per controller and container, the time until which decreases are held after a revert —
   the base (`--resize-guard-backoff`, 1 h by default), doubled by each further revert, at most 24 h;
-- `ResizeGuard`: the loop's state (guarded resizes by pod uid, backoffs), with `watch` (after a resize was
-  sent), `check` (each pass: reverts due, records past their window or whose pod is gone forgotten) and
+- `ResizeGuard`: the loop's state (guarded resizes by pod uid, evictions awaiting their replacement,
+  backoffs), with `watch` (after a resize was sent), `watch_eviction` (after an eviction), `check` (each
+  pass: replacements adopted, reverts due, records past their window or whose pod is gone forgotten) and
   `held` (the decreases a plan must not make now);
+- `evicting_would_decrease`: the held containers an eviction would lower (the webhook applies the whole
+  recommendation to the new pod, so such an eviction waits for the backoff);
 - `with_reverted_condition`: the VPA's conditions with `ResizeReverted` naming pod, cause and values.
 
 Reverts are not guarded themselves, so a revert never triggers another; the backoff keeps VPA and workload
-from oscillating.
+from oscillating. A recreated pod is reverted in place too; when the API refuses that resize, the backoff
+still holds and the loop says so in the same event and condition.
 
 Must not: call the API, read the clock (callers pass `now`), emit events or metrics, or read feature gates.
 """
@@ -84,6 +93,10 @@ class GuardedResize:
     containers: Mapping[str, Before]
     after: Mapping[str, tuple[Resources, Resources]]
     """Per changed container, the requests and limits the resize set (only the values it changed)."""
+    evicted: str = ""
+    """For a pod recreated after our eviction: the evicted pod's name ("" for an in-place resize)."""
+    follow_ready: bool = False
+    """Not Ready when adopted (a new pod starting): `ready` turns True once it is, so a later loss counts."""
 
 
 def guard_window_s(vpa_annotations: Mapping[str, str]) -> float:
@@ -141,6 +154,65 @@ def hurt(record: GuardedResize, pod: PodView) -> tuple[Cause, str] | None:
     if record.ready and not _ready(pod):
         return Cause.NOT_READY, ""
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class EvictedFor:
+    """An eviction for a guarded VPA: the evicted pod's values, awaiting its controller's next pod."""
+
+    group: GroupKey
+    uid: str
+    pod_name: str
+    vpa_key: str
+    at: float
+    window_s: float
+    containers: Mapping[str, tuple[Resources, Resources]]
+    """Per container of the evicted pod, its requests and limits."""
+
+
+def evicted_for(pod: PodView, vpa_key: str, now: float, window_s: float) -> EvictedFor | None:
+    """The record of evicting `pod` at `now` (None for a pod without a controller: nothing replaces it)."""
+    group = group_key(pod)
+    if group is None:
+        return None
+    values = {c.name: (c.requests, c.limits) for c in pod.containers}
+    return EvictedFor(group, pod.uid, pod.name, vpa_key, now, window_s, values)
+
+
+def _changed(old: Resources, new: Resources) -> Resources:
+    """The values of `new` that differ from `old` (None where equal)."""
+    cpu = new.cpu_millicores if new.cpu_millicores != old.cpu_millicores else None
+    memory = new.memory_bytes if new.memory_bytes != old.memory_bytes else None
+    return Resources(cpu, memory)
+
+
+def replacement(eviction: EvictedFor, pod: PodView, now: float) -> GuardedResize | None:
+    """`pod` guarded as the replacement of the evicted pod, when it is one: same controller, created at or
+    after the eviction (creation times are whole seconds), and admitted with values other than the evicted
+    pod's. Its containers are compared with the evicted pod's; the window starts now."""
+    if pod.uid == eviction.uid or group_key(pod) != eviction.group:
+        return None
+    if pod.creation_timestamp < int(eviction.at) or pod.deletion_timestamp is not None:
+        return None
+    before: dict[str, Before] = {}
+    after: dict[str, tuple[Resources, Resources]] = {}
+    for container in pod.containers:
+        old = eviction.containers.get(container.name)
+        if old is None:
+            continue
+        requests = _changed(old[0], container.requests)
+        limits = _changed(old[1], container.limits)
+        if requests == Resources(None, None) and limits == Resources(None, None):
+            continue
+        before[container.name] = Before(old[0], old[1], 0)  # a new pod's restart counts start at 0
+        after[container.name] = (requests, limits)
+    if not before:
+        return None  # admitted with the old values: the eviction changed nothing to guard
+    ready = _ready(pod)
+    return GuardedResize(
+        pod.uid, pod.namespace, pod.name, eviction.vpa_key, eviction.at, now + eviction.window_s, ready,
+        before, after, evicted=eviction.pod_name, follow_ready=not ready,
+    )  # fmt: skip
 
 
 def _with(values: Resources, resource: str, value: int | None) -> Resources:
@@ -249,18 +321,26 @@ class Revert:
     values: str
     held_until: float
 
-    def message(self) -> str:
-        """The Warning event's and the `ResizeReverted` condition's message (it says "revert")."""
+    def message(self, refused: str = "") -> str:
+        """The Warning event's and the `ResizeReverted` condition's message (it says "revert"). `refused`: why
+        the API refused the resize back (say, the cluster cannot resize that pod in place); nothing was
+        reverted then, but the backoff holds all the same."""
         hurt_how = {
             Cause.OOM_KILLED: f"container {self.container} was OOM-killed",
             Cause.RESTARTED: f"container {self.container} restarted",
             Cause.NOT_READY: "the pod stopped being Ready",
         }[self.cause]
-        return (
-            f"revert of the in-place resize of pod {self.record.namespace}/{self.record.pod_name}: "
-            f"{hurt_how} after it; resized back to {self.values}; decreases held until "
-            f"{_stamp(self.held_until)}"
+        pod = f"{self.record.namespace}/{self.record.pod_name}"
+        what = (
+            f"the in-place resize of pod {pod}"
+            if not self.record.evicted
+            else f"the values pod {pod} got when it replaced evicted pod {self.record.evicted}"
         )
+        back = f"resized back to {self.values}"
+        if refused:
+            back = f"could not resize back to {self.values}: {refused}"
+        held = _stamp(self.held_until)
+        return f"revert of {what}: {hurt_how} after it; {back}; decreases held until {held}"
 
 
 @dataclass(slots=True)
@@ -269,6 +349,8 @@ class ResizeGuard:
 
     records: dict[str, GuardedResize] = field(default_factory=dict)
     backoffs: dict[BackoffKey, Backoff] = field(default_factory=dict)
+    evictions: list[EvictedFor] = field(default_factory=list)
+    """Evictions for guarded VPAs whose replacement pod has not been seen yet (one window at most)."""
     backoff_base_s: float = BACKOFF_BASE_S
     """The first revert's backoff (`--resize-guard-backoff`); each further revert doubles it."""
 
@@ -288,6 +370,30 @@ class ResizeGuard:
             )
         self.records[pod.uid] = record
 
+    def watch_eviction(self, pod: PodView, vpa_key: str, now: float, window_s: float) -> None:
+        """Guard an eviction that was just made: the controller's next pod admitted with other values will
+        be watched for `window_s` from when it is seen."""
+        record = evicted_for(pod, vpa_key, now, window_s)
+        if record is not None:
+            self.evictions.append(record)
+
+    def _adopt(self, pods: Mapping[str, PodView], now: float) -> None:
+        """Replacement pods of pending evictions become guarded records (each pod adopted once); evictions
+        whose replacement did not come within their window are forgotten."""
+        waiting: list[EvictedFor] = []
+        for eviction in self.evictions:
+            adopted = None
+            for pod in pods.values():
+                if pod.uid in self.records:
+                    continue
+                adopted = replacement(eviction, pod, now)
+                if adopted is not None:
+                    self.records[pod.uid] = adopted
+                    break
+            if adopted is None and now < eviction.at + eviction.window_s:
+                waiting.append(eviction)
+        self.evictions = waiting
+
     def check(
         self,
         pods: Mapping[str, PodView],
@@ -295,14 +401,19 @@ class ResizeGuard:
         now: float,
         ceiling_for: Callable[[PodView], Resources | None] | None = None,
     ) -> list[Revert]:
-        """Reverts due now. Records whose pod is gone or whose window ended are forgotten; a hurt pod's
-        record is replaced by its revert, and each changed container's backoff grows."""
+        """Reverts due now. Replacement pods of guarded evictions are adopted first. Records whose pod is
+        gone or whose window ended are forgotten; a hurt pod's record is replaced by its revert, and each
+        changed container's backoff grows."""
+        if self.evictions:
+            self._adopt(pods, now)
         reverts: list[Revert] = []
         for uid, record in list(self.records.items()):
             pod = pods.get(uid)
             if pod is None or pod.deletion_timestamp is not None:
                 del self.records[uid]
                 continue
+            if record.follow_ready and not record.ready and _ready(pod):
+                record = self.records[uid] = dataclasses.replace(record, ready=True, follow_ready=False)
             found = hurt(record, pod)
             if found is None:
                 if now >= record.until:
@@ -372,16 +483,40 @@ def hold_backed_off_decreases(
     return kept, tuple(notes.values())
 
 
+def evicting_would_decrease(
+    pod: PodView, targets: Sequence[tuple[str, Resources]], held: Mapping[str, float]
+) -> tuple[str, ...]:
+    """Notes for the containers in a revert's backoff whose target (name, target) is below the pod's current
+    requests: evicting the pod would lower them, since the webhook gives the new pod the whole
+    recommendation. Empty: the eviction may go."""
+    if not held:
+        return ()
+    notes = []
+    for name, target in targets:
+        if name not in held:
+            continue
+        container = next((c for c in pod.containers if c.name == name), None)
+        if container is None:
+            continue
+        for resource in _RESOURCES:
+            wanted, current = target.get(resource), container.requests.get(resource)
+            if wanted is not None and current is not None and wanted < current:
+                notes.append(f"{name}: decreases held after a revert")
+                break
+    return tuple(notes)
+
+
 def with_reverted_condition(
-    conditions: Sequence[Condition], revert: Revert, now: float
+    conditions: Sequence[Condition], revert: Revert, now: float, message: str | None = None
 ) -> tuple[Condition, ...]:
     """The VPA's conditions with `ResizeReverted` set True for `revert` (reason: the cause; message: pod,
     cause and values), sorted by type; the others unchanged. The transition time is kept when it was
-    True already, as upstream's `Conditions.Set` keeps it."""
+    True already, as upstream's `Conditions.Set` keeps it. `message` replaces the revert's own (a refused
+    resize back)."""
     current = {c.type: c for c in conditions}
     old = current.get(RESIZE_REVERTED_CONDITION)
     since = old.last_transition_time if old is not None and old.is_true else float(int(now))
     current[RESIZE_REVERTED_CONDITION] = Condition(
-        RESIZE_REVERTED_CONDITION, "True", since, revert.cause.value, revert.message()
+        RESIZE_REVERTED_CONDITION, "True", since, revert.cause.value, message or revert.message()
     )
     return tuple(current[key] for key in sorted(current))

@@ -22,7 +22,8 @@ as the VPA's annotation says. With gate `InPlaceCapacityAware` and `PassInputs.n
 node's kubelet would answer Infeasible or Deferred is not planned (`capacity`, AEP-9726). With gate
 `ResizeGuard` and a VPA annotated `vpa.dev/resize-guard: "true"`, decreases of containers whose earlier
 resize was reverted are held back until the revert's backoff ends (`guard`; the reverts themselves are the
-loop's, from `ResizeGuard.check`).
+loop's, from `ResizeGuard.check`): out of in-place resizes, and an eviction that would lower such a container
+(the webhook gives the new pod the whole recommendation) waits.
 
 `evictionRequirements` filter evictions only (Recreate evictions and `InPlaceOrRecreate` fallbacks), not
 in-place resizes: AEP-4016 and upstream's fix for issue #10181 (spec §4.5 describes the older code).
@@ -79,6 +80,7 @@ from vpa.logic.updater.priority import (
     oom_threshold_s,
     recommendations_by_name,
     sort_key,
+    targets_by_name,
 )
 from vpa.logic.updater.resizestatus import NOT_RESIZING, ResizeStatus, resize_status
 from vpa.logic.updater.restrictions import GroupKey, GroupProblem, ReplicaGroup, build_groups
@@ -328,8 +330,13 @@ def plan_vpa(
         intent = candidate.decision
         assert intent is not None
         pod = candidate.pod
+        held = guard.evicting_would_decrease(
+            pod, tuple(targets_by_name(candidate.targets).items()), _held(inputs, vpa, pod)
+        )
         if not mode.evicts:  # defence in depth: InPlace never evicts
             skipped.append(skip(pod, intent.reason, intent.priority, "mode never evicts"))
+        elif held:
+            skipped.append(skip(pod, Reason.DECREASE_HELD, intent.priority, "; ".join(held)))
         elif not eviction_requirements_met(vpa, candidate.targets, pod):
             skipped.append(skip(pod, Reason.EVICTION_REQUIREMENTS, intent.priority, intent.reason.value))
         elif candidate.group.can_evict(pod):

@@ -13,10 +13,13 @@ from vpa.logic.updater.guard import (
     BACKOFF_MAX_S,
     Backoff,
     Cause,
+    EvictedFor,
     ResizeGuard,
+    evicted_for,
     guard,
     guard_window_s,
     hurt,
+    replacement,
     revert_changes,
     with_reverted_condition,
 )
@@ -26,6 +29,7 @@ from vpa.model import annotations as ann
 from vpa.model.features import FeatureGates
 from vpa.model.pod import PodCondition, PodView
 from vpa.model.resources import Resources
+from vpa.model.settings import UpdaterSettings
 from vpa.model.vpa import Condition, Recommendation, RecommendedContainerResources
 
 MI = 2**20
@@ -259,3 +263,136 @@ def test_a_second_resize_while_guarded_keeps_the_first_ones_values_and_start() -
     assert revert.cause is Cause.OOM_KILLED
     (change,) = revert.decision.changes
     assert (change.requests, change.limits) == (Resources(None, 512 * MI), Resources(None, 1024 * MI))
+
+
+# --- evictions: the controller's next pod, admitted with the recommendation, is guarded as a resize is ------
+
+EVICTED_AT = NOW - 300
+EVICTED = _ready(pod("web-1", [ctr("app", mem="512Mi", mem_limit="1Gi"), ctr("side", mem="64Mi")]), True)
+# The webhook lowered app to 256Mi / 512Mi; side kept its values.
+NEW = pod("web-9", [ctr("app", mem="256Mi", mem_limit="512Mi"), ctr("side", mem="64Mi")], age_s=200)
+
+
+def _eviction(window_s: float = 600) -> EvictedFor:
+    record = evicted_for(EVICTED, "default/web", EVICTED_AT, window_s)
+    assert record is not None
+    return record
+
+
+@pytest.mark.parametrize(
+    ("candidate", "adopted"),
+    [
+        (NEW, True),
+        (EVICTED, False),  # the evicted pod itself
+        (dataclasses.replace(NEW, owner=None), False),  # no controller
+        (pod("web-9", [ctr("app", mem="256Mi", mem_limit="512Mi")], owner="other-rs"), False),  # another one
+        (pod("web-9", [ctr("app", mem="256Mi", mem_limit="512Mi")], age_s=400), False),  # older than it
+        (pod("web-9", [ctr("app", mem="512Mi", mem_limit="1Gi"), ctr("side", mem="64Mi")], age_s=200), False),
+        (pod("web-9", [ctr("app", mem="256Mi", mem_limit="512Mi")], age_s=200, terminating=True), False),
+    ],
+    ids=[
+        "replacement", "itself", "no-owner", "other-controller", "created-before", "same-values", "deleted"
+    ],
+)
+def test_replacement_of_an_evicted_pod(candidate: PodView, adopted: bool) -> None:
+    record = replacement(_eviction(), candidate, NOW)
+    assert (record is not None) == adopted
+    if record is None:
+        return
+    # Only what changed is guarded: app's memory, from the evicted pod's values; restarts count from 0.
+    assert set(record.containers) == {"app"}
+    before = record.containers["app"]
+    assert (before.requests.memory_bytes, before.limits.memory_bytes, before.restart_count) == (
+        512 * MI, 1024 * MI, 0
+    )  # fmt: skip
+    assert record.after["app"] == (Resources(None, 256 * MI), Resources(None, 512 * MI))
+    assert (record.at, record.until, record.evicted) == (EVICTED_AT, NOW + 600, "web-1")
+
+
+def test_an_evicted_pods_replacement_is_reverted_in_place_and_backs_off() -> None:
+    state = ResizeGuard(backoff_base_s=120)
+    state.watch_eviction(EVICTED, "default/web", EVICTED_AT, 600)
+    started = _ready(NEW, True)
+    assert state.check({EVICTED.uid: EVICTED, NEW.uid: started}, lambda _: None, NOW) == []
+    assert set(state.records) == {NEW.uid}
+    assert state.evictions == []
+    (revert,) = state.check({NEW.uid: _oom_first(started, NOW + 20)}, lambda _: None, NOW + 30)
+    assert (revert.cause, revert.container) == (Cause.OOM_KILLED, "app")
+    assert revert.decision.action is Action.RESIZE
+    (change,) = revert.decision.changes
+    assert (change.name, change.requests, change.limits) == (
+        "app", Resources(None, 512 * MI), Resources(None, 1024 * MI)
+    )  # fmt: skip
+    message = revert.message()
+    assert "revert of the values pod default/web-9 got when it replaced evicted pod web-1" in message
+    assert "container app was OOM-killed after it; resized back to app: requests memory=536870912" in message
+    assert state.held(NEW, NOW + 60) == {"app": NOW + 30 + 120}
+    refused = revert.message(refused="Rejected: the pod cannot be resized")
+    assert "could not resize back to app: requests memory=536870912, limits memory=1073741824: Rejected" in (
+        refused
+    )
+    assert refused.endswith(message[message.index("; decreases held until") :])
+
+
+def _oom_first(p: PodView, at: float) -> PodView:
+    """`p` with its first container OOM-killed at `at` and restarted."""
+    first, *rest = p.container_statuses
+    killed = dataclasses.replace(
+        first, last_terminated_reason="OOMKilled", last_terminated_at=at, restart_count=1
+    )
+    return dataclasses.replace(p, container_statuses=(killed, *rest))
+
+
+def test_a_replacement_not_ready_yet_is_watched_for_readiness_once_it_is() -> None:
+    state = ResizeGuard()
+    state.watch_eviction(EVICTED, "default/web", EVICTED_AT, 600)
+    starting = _ready(NEW, False)
+    assert state.check({NEW.uid: starting}, lambda _: None, NOW) == []  # adopted; not Ready is no hurt yet
+    assert state.check({NEW.uid: starting}, lambda _: None, NOW + 10) == []
+    assert state.check({NEW.uid: _ready(NEW, True)}, lambda _: None, NOW + 20) == []
+    (revert,) = state.check({NEW.uid: _ready(NEW, False)}, lambda _: None, NOW + 30)
+    assert revert.cause is Cause.NOT_READY
+
+
+def test_an_eviction_without_a_replacement_is_forgotten_after_the_window() -> None:
+    state = ResizeGuard()
+    state.watch_eviction(EVICTED, "default/web", EVICTED_AT, 600)
+    assert state.check({}, lambda _: None, EVICTED_AT + 599) == []
+    assert len(state.evictions) == 1
+    assert state.check({}, lambda _: None, EVICTED_AT + 600) == []
+    assert state.evictions == []
+    # and a pod that appears later is not adopted
+    assert state.check({NEW.uid: _oom_first(_ready(NEW, True), NOW)}, lambda _: None, NOW + 1) == []
+    assert state.records == {}
+
+
+@pytest.mark.parametrize(
+    ("target_mem", "target_cpu", "action", "reason"),
+    [
+        ("128Mi", "500m", Action.SKIP, Reason.DECREASE_HELD),  # the new pod would get less memory
+        ("128Mi", "2", Action.SKIP, Reason.DECREASE_HELD),  # ... even with more CPU: all or nothing
+        ("2Gi", "2", Action.EVICT, Reason.OUTSIDE_RANGE),  # increases go
+    ],
+)
+def test_a_recreate_plan_holds_evictions_that_would_decrease_during_the_backoff(
+    target_mem: str, target_cpu: str, action: Action, reason: Reason
+) -> None:
+    state = ResizeGuard()
+    state.watch(_ready(BEFORE, True), DOWN, "default/web", RESIZED_AT, 600)
+    state.check({BEFORE.uid: _oom(AFTER, NOW - 10)}, lambda _: None, NOW - 5)
+    # Outside the recommended range, so Recreate wants to evict at once.
+    recs = [rec("app", cpu=target_cpu, mem=target_mem, lower=(target_cpu, target_mem),
+                upper=(target_cpu, target_mem))]  # fmt: skip
+    v = dataclasses.replace(vpa("Recreate", recs), annotations={ann.RESIZE_GUARD: "true"})
+    pods = [_ready(AFTER, True), pod("web-2"), pod("web-3")]
+    settings = UpdaterSettings(eviction_tolerance=1.0)  # every pod may go: only the hold stops one
+    inputs = PassInputs(now=NOW, settings=settings, gates=GATES, replicas={KEY: 3}, guard=state)
+    plan = plan_vpa(v, pods, inputs)
+    (decision,) = [d for d in plan.decisions if d.pod.name == "web-1"]
+    assert (decision.action, decision.reason) == (action, reason), decision.explain()
+    if reason is Reason.DECREASE_HELD:
+        assert decision.detail == "app: decreases held after a revert"
+    # after the backoff the same eviction goes
+    later = plan_vpa(v, pods, dataclasses.replace(inputs, now=NOW + BACKOFF_BASE_S))
+    (decision,) = [d for d in later.decisions if d.pod.name == "web-1"]
+    assert decision.action is Action.EVICT, decision.explain()
