@@ -118,7 +118,7 @@ from vpa.model.pod import PodView
 from vpa.model.resources import Resources
 from vpa.model.selector import Selector
 from vpa.model.settings import UpdaterSettings
-from vpa.model.vpa import Condition, Recommendation, UpdateMode, VpaView
+from vpa.model.vpa import RESIZE_REVERTED_CONDITION, Condition, Recommendation, UpdateMode, VpaView
 
 log = structlog.get_logger(__name__)
 
@@ -153,6 +153,8 @@ class Updater:
         self.nodes = nodes
         self.conditions = conditions
         self.guard = ResizeGuard(backoff_base_s=ctx.settings.updater.resize_guard_backoff_s)
+        # VPA key -> its last revert and message: the condition is kept written while the backoff lasts.
+        self._reverted: dict[str, tuple[Revert, str]] = {}
         # Fired by `watch_recommendations` (registered once per process); None: tick-driven only.
         self.trigger = trigger
         self._passes = asyncio.Lock()  # a prompt pass never overlaps a loop
@@ -495,6 +497,8 @@ class Updater:
             return set()
         now = self.clock.now()
         self.guard.forget_before(now)
+        if self._reverted:
+            await self._keep_reverted_conditions(active, now)
         if not self.guard.records and not self.guard.evictions:
             return set()
         pods = {pod.uid: pod for entry in work.values() for pod in entry.pods}
@@ -543,14 +547,31 @@ class Updater:
                         held_until=revert.held_until)
         self.events.warning(vpa_ref(vpa), RESIZE_REVERTED, message)
         self.events.warning(pod_ref(pod), RESIZE_REVERTED, message)
-        if self.conditions is not None:
-            current = self.ctx.vpas.get(vpa.namespace, vpa.name)  # the freshest conditions the cache has
-            conditions = (current or vpa).status.conditions
-            try:
-                await self.conditions.write(vpa.namespace, vpa.name, with_reverted_condition(
-                    conditions, revert, self.clock.now(), message))
-            except Exception as err:  # the revert is done; the condition is best effort
-                log.warning("resize_reverted_condition_write_failed", vpa=vpa.key, error=str(err))
+        self._reverted[vpa.key] = (revert, message)
+        await self._write_reverted_condition(vpa, revert, message)
+
+    async def _write_reverted_condition(self, vpa: VpaView, revert: Revert, message: str) -> None:
+        if self.conditions is None:
+            return
+        current = self.ctx.vpas.get(vpa.namespace, vpa.name)  # the freshest conditions the cache has
+        conditions = (current or vpa).status.conditions
+        try:
+            await self.conditions.write(vpa.namespace, vpa.name, with_reverted_condition(
+                conditions, revert, self.clock.now(), message))
+        except Exception as err:  # the revert is done; the condition is best effort
+            log.warning("resize_reverted_condition_write_failed", vpa=vpa.key, error=str(err))
+
+    async def _keep_reverted_conditions(self, active: Mapping[str, VpaView], now: float) -> None:
+        """While a revert's backoff lasts, its `ResizeReverted` condition is written again if the VPA lost it:
+        the recommender writes the whole condition list from its own cached copy, which may predate ours."""
+        for key, (revert, message) in list(self._reverted.items()):
+            vpa = active.get(key)
+            if vpa is None or now >= revert.held_until:
+                del self._reverted[key]
+                continue
+            condition = vpa.status.condition(RESIZE_REVERTED_CONDITION)
+            if condition is None or not condition.is_true or condition.message != message:
+                await self._write_reverted_condition(vpa, revert, message)
 
     async def _plan(self, work: dict[str, VpaWork], report: LoopReport) -> None:
         rooms = None
