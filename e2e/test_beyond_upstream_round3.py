@@ -1,22 +1,37 @@
 """Beyond upstream, round 3 (issue 46), against the cluster: memory decreases that respect runtimes,
 AEP-9936 `initialDelaySeconds`, AEP-9970 per-container target percentiles, AEP-9726 capacity-aware in-place
-resizes, and the resize guard that undoes a resize that hurt.
+resizes, and the resize guard that undoes a resize, or an eviction's new values, that hurt.
 
-Each scenario runs against `vpa sim` and, with `E2E_CONTROL_PLANE=kubernetes`, against kube-apiserver 1.35
-with the simulator's kubelets. Usage comes from the `sim.vpa.dev/usage` annotation, which those kubelets
-honour on both backends; the scenarios that need hours of virtual time (`initialDelaySeconds`, a daily
-cycle for percentiles, the guard's spike and backoff) skip where time is real and say why.
+Each scenario runs against `vpa sim` and, with `E2E_CONTROL_PLANE=kubernetes` (`make e2e-cluster`), against
+a real kube-apiserver of the release built (v1.37.2 and v1.36.3 in CI). Usage comes from the
+`sim.vpa.dev/usage` annotation, which the simulator's kubelets and the hollow kubelets' metrics honour. The
+names say where CI runs them: those with `in_place` in the name run on hollow kubelets (the release's own
+kubelet code resizes the pods); the rest run on the simulator's kubelets, since hollow kubelets never
+OOM-kill and the guard's scenarios need OOM kills.
+
+On the simulator a scenario's windows are hours of virtual time (the initial delay, a daily cycle, the
+guard's one-hour backoff); on real time they shrink to loops of `REAL_LOOP_S` (a delay of twenty loops, CPU
+spikes every 20 s, `--resize-guard-backoff` at twenty loops), checking the same things: nothing before the
+window's end, the change after it.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import time
+from datetime import datetime
 from typing import Any
 
-import pytest
-
-from e2e.conftest import Cluster, VpaRunFactory, annotations_of, events_for, live_pods
+from e2e.conftest import (
+    REAL_LOOP_S,
+    Cluster,
+    VpaProcess,
+    VpaRunFactory,
+    annotations_of,
+    events_for,
+    live_pods,
+)
 from vpa.model.quantity import Quantity
 
 USAGE = "sim.vpa.dev/usage"
@@ -101,10 +116,20 @@ def _condition(sim: Cluster, namespace: str, vpa: str, kind: str) -> dict[str, A
     return found
 
 
-def _needs_virtual_time(sim: Cluster, why: str) -> None:
-    """Skip where time is real (the real control plane, an existing cluster): the scenario needs hours."""
-    if not (sim.is_sim and sim.virtual_time):
-        pytest.skip(f"needs the simulator's virtual time: {why}")
+def _stamp(text: str) -> float:
+    """An RFC 3339 timestamp of the API (`2026-01-02T03:04:05Z`, fractions allowed) as Unix seconds."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def _until(sim: Cluster, instant: float) -> None:
+    """Until the cluster's clock (virtual on the simulator, the wall clock elsewhere) reaches `instant`."""
+    remaining = instant - sim.virtual_now()
+    if remaining <= 0:
+        return
+    if sim.virtual_time:
+        sim.let_time_pass(remaining)
+    else:
+        time.sleep(remaining)
 
 
 def _true(sim: Cluster, namespace: str, vpa: str, kind: str) -> dict[str, Any] | None:
@@ -164,40 +189,62 @@ def test_a_bad_memory_limit_decrease_value_is_rejected_naming_the_annotation(
 # --- AEP-9936 initialDelaySeconds (gate VPAInitialDelay) --------------------------------------------------
 
 
-def test_no_resize_is_sent_before_initial_delay_seconds(
+def test_no_in_place_resize_is_sent_before_initial_delay_seconds(
     sim: Cluster, vpa_run: VpaRunFactory, namespace: str
 ) -> None:
-    _needs_virtual_time(sim, "an hour-long window and its end")
+    # An hour of virtual time on the simulator; on real time twenty loops, long enough for a recommendation
+    # to be published inside the window (the claim would be empty without one).
+    delay_s = 3600 if sim.virtual_time else 20 * REAL_LOOP_S
+    margin_s = 900 if sim.virtual_time else 2 * REAL_LOOP_S
     process = vpa_run(feature_gates={"InPlace": True, "VPAInitialDelay": True})
     containers = [_container("app", "100m", "100Mi")]
     sim.apply(_deployment("slow", containers, {"app": _constant("600m", "200Mi")}), namespace)
     pods = sim.wait_for("two running pods", lambda: _running(sim, namespace, "app=slow", 2))
-    sim.apply(_vpa("slow", "InPlace", update_policy={"initialDelaySeconds": 3600}), namespace)
+    uids = {p["metadata"]["uid"] for p in pods}
+    sim.apply(_vpa("slow", "InPlace", update_policy={"initialDelaySeconds": delay_s}), namespace)
+    created = _stamp(sim.get_json("vpa", "slow", "-n", namespace)["metadata"]["creationTimestamp"])
+    window_end = created + delay_s
 
-    # Recommendations are published and the condition says the window is open; the pods keep their values.
-    sim.wait_for("a recommendation", lambda: _targets(sim, namespace, "slow") or None, timeout_s=60)
+    # Inside the window: a recommendation that wants more CPU is published and the condition says the
+    # window is open, but the pods keep their values.
+    def wants_more() -> dict[str, str] | None:
+        target = _targets(sim, namespace, "slow").get("app")
+        return target if target is not None and _millis(target["cpu"]) > 110 else None
+
+    sim.wait_for("a recommendation above the pods' requests", wants_more, timeout_s=60)
     active = sim.wait_for(
         "InitialDelayActive=True", lambda: _true(sim, namespace, "slow", "InitialDelayActive"), timeout_s=30
     )
     assert active["reason"] == "WindowActive", active
     gauge = f'vpa_initial_delay_active{{name="slow",namespace="{namespace}"}}'
     sim.wait_for("the gauge at 1", lambda: f"{gauge} 1.0" in process.metrics(), timeout_s=30)
-    sim.let_time_pass(1800)
+    assert sim.virtual_now() < window_end - margin_s, "the window ended before the recommendation came"
+    _until(sim, window_end - margin_s)
     for pod in live_pods(sim, namespace, "app=slow"):
+        assert pod["metadata"]["uid"] in uids, "a pod was replaced inside the window"
         assert _resources(pod, "app")["requests"]["cpu"] == "100m", _resources(pod, "app")
         assert annotations_of(pod).get("vpaInPlaceUpdated") is None
-    # After the hour the same pods are resized in place, and the condition turns False.
-    uids = {p["metadata"]["uid"] for p in pods}
+    assert not events_for(sim, namespace, "InPlaceResizedByVPA")
+    # Still inside the window after those reads: what they saw was inside it.
+    assert sim.virtual_now() < window_end, "the checks ran past the window's end: nothing checked inside it"
 
+    # After the window the same pods are resized in place, not before its end, and the condition turns False.
     def resized() -> list[dict[str, Any]] | None:
         current = [p for p in live_pods(sim, namespace, "app=slow") if p["metadata"]["uid"] in uids]
         done = [p for p in current if _millis(_resources(p, "app")["requests"]["cpu"]) > 100]
         return done or None
 
     sim.wait_for("a resize after the window", resized, timeout_s=60)
-    expired = _condition(sim, namespace, "slow", "InitialDelayActive")
-    assert expired is not None
-    assert (expired["status"], expired["reason"]) == ("False", "WindowExpired"), expired
+    for event in events_for(sim, namespace, "InPlaceResizedByVPA"):
+        sent = _stamp(event.get("lastTimestamp") or event.get("eventTime") or "")
+        assert sent >= window_end, (event, window_end)
+
+    def ended() -> dict[str, Any] | None:
+        found = _condition(sim, namespace, "slow", "InitialDelayActive")
+        return found if found is not None and found.get("status") == "False" else None
+
+    expired = sim.wait_for("InitialDelayActive=False", ended, timeout_s=30)
+    assert expired["reason"] == "WindowExpired", expired
     sim.wait_for("the gauge at 0", lambda: f"{gauge} 0.0" in process.metrics(), timeout_s=30)
 
 
@@ -207,12 +254,15 @@ def test_no_resize_is_sent_before_initial_delay_seconds(
 def test_per_container_percentiles_move_only_that_containers_target(
     sim: Cluster, vpa_run: VpaRunFactory, namespace: str
 ) -> None:
-    _needs_virtual_time(sim, "hours of a daily usage cycle")
     vpa_run(feature_gates={"PerVPAConfig": True})
-    daily = {"type": "daily", "base": "500m", "amplitude": "400m", "peak_hour": 12}
+    # CPU whose p50 and p90 differ: on the simulator a daily cycle over twelve virtual hours; on real time,
+    # where a day does not pass, 1 core spikes for 8 s of every 20 s over a 200m base, spread from the start.
+    cpu: dict[str, Any] = {"type": "daily", "base": "500m", "amplitude": "400m", "peak_hour": 12}
+    if not sim.virtual_time:
+        cpu = {"type": "spikes", "base": "200m", "height": "800m", "period_s": 20, "duration_s": 8}
     usage = {
-        "app": {"cpu": daily, "memory": {"type": "constant", "value": "200Mi"}},
-        "side": {"cpu": daily, "memory": {"type": "constant", "value": "200Mi"}},
+        "app": {"cpu": cpu, "memory": {"type": "constant", "value": "200Mi"}},
+        "side": {"cpu": cpu, "memory": {"type": "constant", "value": "200Mi"}},
     }
     containers = [_container("app", "100m", "100Mi"), _container("side", "100m", "100Mi")]
     sim.apply(_deployment("pct", containers, usage), namespace)
@@ -225,9 +275,15 @@ def test_per_container_percentiles_move_only_that_containers_target(
         targets = _targets(sim, namespace, "pct")
         return targets if {"app", "side"} <= set(targets) else None
 
-    targets = sim.wait_for("targets for both containers", both, timeout_s=60)
     # Same usage: `side` reads the flag's p90, `app` its own p50 of the same histogram; memory is untouched.
-    assert _millis(targets["app"]["cpu"]) < _millis(targets["side"]["cpu"]), targets
+    # On real time the histograms fill loop by loop: wait until both targets are there and apart.
+    def apart() -> dict[str, dict[str, str]] | None:
+        targets = both()
+        if targets is None or _millis(targets["app"]["cpu"]) >= _millis(targets["side"]["cpu"]):
+            return None
+        return targets
+
+    targets = sim.wait_for("app's p50 target below side's p90", apart, timeout_s=60)
     assert targets["app"]["memory"] == targets["side"]["memory"], targets
     assert _condition(sim, namespace, "pct", "ConfigInvalid") is None
 
@@ -280,24 +336,58 @@ def test_a_resize_that_would_not_fit_is_not_sent_and_the_event_says_so(
 # --- the resize guard (gate ResizeGuard, vpa.dev/resize-guard) --------------------------------------------
 
 
+def _updater_passes(process: VpaProcess) -> float:
+    """How many updater loops have finished (the count of the loop's `total` latency)."""
+    pattern = r'^vpa_updater_execution_latency_seconds_count\{step="total"\} (\S+)$'
+    found = re.search(pattern, process.metrics(), re.MULTILINE)
+    return float(found.group(1)) if found else 0.0
+
+
+def _oom_killed(pod: dict[str, Any] | None, container: str) -> bool:
+    for status in ((pod or {}).get("status") or {}).get("containerStatuses") or []:
+        if status.get("name") != container:
+            continue
+        terminated = (status.get("lastState") or {}).get("terminated") or (status.get("state") or {}).get(
+            "terminated"
+        ) or {}
+        if terminated.get("reason") == "OOMKilled":
+            return True
+    return False
+
+
+def _held_until(condition: dict[str, Any]) -> float:
+    found = re.search(r"decreases held until (\S+)$", condition["message"])
+    assert found is not None, condition
+    return _stamp(found.group(1))
+
+
 def test_an_oom_after_a_decrease_is_reverted_and_the_next_decrease_waits_out_the_backoff(
     sim: Cluster, vpa_run: VpaRunFactory, namespace: str
 ) -> None:
-    _needs_virtual_time(sim, "a usage spike placed at an instant, and an hour's backoff")
-    process = vpa_run(feature_gates={"InPlace": True, "ResizeGuard": True})
-    # 100Mi of memory, then from 30 virtual minutes on a 700Mi spike for 20 minutes (once a day): above the
-    # limit a first decrease leaves (the recommendation then knows only the quiet 100Mi), below the 1Gi the
-    # pod started with.
-    spike_at = sim.virtual_now() + 1800
-    memory = {"type": "spikes", "base": "100Mi", "height": "600Mi", "period_s": 86400, "duration_s": 1200,
-              "offset_s": spike_at}  # fmt: skip
+    # The first backoff: the default hour on the simulator; on real time `--resize-guard-backoff` at twenty
+    # loops, so the whole backoff passes within the scenario.
+    backoff_s = 3600 if sim.virtual_time else 20 * REAL_LOOP_S
+    window = "1h" if sim.virtual_time else "2m"
+    margin_s = 900 if sim.virtual_time else 2 * REAL_LOOP_S
+    process = vpa_run(
+        feature_gates={"InPlace": True, "ResizeGuard": True}, extra=[f"--resize-guard-backoff={backoff_s}s"]
+    )
+    # 100Mi of memory, then a 700Mi spike (30 virtual minutes on, for 20 minutes, once a day; on real time a
+    # minute on, for 30 s): above the limit a first decrease leaves (the recommendation then knows only the
+    # quiet 100Mi), below the 1Gi the pod started with; over before the backoff ends. maxAllowed (300Mi)
+    # keeps the VPA from raising the limit above the spike itself, so only the guard can undo the decrease
+    # (on real time the VPA would otherwise react to the spike within a loop, before the kill).
+    spike_at = sim.virtual_now() + (1800 if sim.virtual_time else 60)
+    memory = {"type": "spikes", "base": "100Mi", "height": "600Mi", "period_s": 86400,
+              "duration_s": 1200 if sim.virtual_time else 30, "offset_s": spike_at}  # fmt: skip
     usage = {"app": {"cpu": {"type": "constant", "value": "100m"}, "memory": memory}}
     containers = [_container("app", "100m", "512Mi", "1Gi")]
     sim.apply(_deployment("guarded", containers, usage, replicas=1), namespace)
     (pod,) = sim.wait_for("a running pod", lambda: _running(sim, namespace, "app=guarded", 1))
-    uid = pod["metadata"]["uid"]
-    annotations = {"vpa.dev/resize-guard": "true", "vpa.dev/resize-guard-window": "1h"}
-    sim.apply(_vpa("guarded", "InPlace", annotations=annotations), namespace)
+    uid, name = pod["metadata"]["uid"], pod["metadata"]["name"]
+    annotations = {"vpa.dev/resize-guard": "true", "vpa.dev/resize-guard-window": window}
+    policies = [{"containerName": "app", "maxAllowed": {"memory": "300Mi"}}]
+    sim.apply(_vpa("guarded", "InPlace", annotations=annotations, policies=policies), namespace)
 
     def same_pod() -> dict[str, Any] | None:
         pods = live_pods(sim, namespace, "app=guarded")
@@ -311,31 +401,137 @@ def test_an_oom_after_a_decrease_is_reverted_and_the_next_decrease_waits_out_the
         return current if limit < 700 * MI else None
 
     sim.wait_for("the memory limit lowered in place below the coming spike", lowered, timeout_s=60)
+    assert sim.virtual_now() < spike_at, "the decrease came after the spike began: nothing to revert"
 
-    # The spike OOM-kills the container; within one updater pass the resize is undone, said in a Warning
-    # event, a condition and a metric.
-    reverted = sim.wait_for("a ResizeReverted event", lambda: events_for(sim, namespace, "ResizeReverted"),
-                            timeout_s=120)
+    # The spike OOM-kills the container; within one updater pass (the one in flight when the kill is seen,
+    # then one more) the resize is undone, said in a Warning event, a condition and a metric.
+    sim.wait_for("an OOM kill", lambda: _oom_killed(same_pod(), "app"), timeout_s=60)
+    seen = _updater_passes(process)
+    sim.wait_for("two more updater passes", lambda: _updater_passes(process) >= seen + 2, timeout_s=30)
+    reverted = events_for(sim, namespace, "ResizeReverted")
+    assert reverted, "no revert within one updater pass of the OOM kill"
     event = reverted[0]
     assert event["type"] == "Warning", event
     assert "revert" in event["message"], event
     assert "was OOM-killed" in event["message"], event
     current = same_pod()
     assert current is not None, "the pod was recreated, not resized back"
+    reverted_to = _bytes(_resources(current, "app")["requests"]["memory"])
     assert _bytes(_resources(current, "app")["limits"]["memory"]) >= 1024 * MI, _resources(current, "app")
+    assert reverted_to >= 512 * MI, _resources(current, "app")
     condition = _true(sim, namespace, "guarded", "ResizeReverted")
     assert condition is not None
     assert condition["reason"] == "OOMKilled", condition
-    assert current["metadata"]["name"] in condition["message"], condition
+    assert name in condition["message"], condition
     assert re.search(r'vpa_updater_resize_reverts_total\{cause="OOMKilled"[^}]*\} 1\.0', process.metrics())
 
-    # The recommendation now wants less than the reverted values, but decreases of that container wait out
-    # the first backoff (one hour): nothing lower is sent before it ends.
-    held = _bytes(_resources(current, "app")["requests"]["memory"])
-    sim.let_time_pass(50 * 60)
+    # The recommendation (at most 300Mi) wants less than the reverted values, but that container's decreases
+    # wait out the backoff: nothing lower is sent before it ends ...
+    held_until = _held_until(condition)
+    assert held_until - sim.virtual_now() <= backoff_s, (held_until, condition)
+
+    def wants_less() -> dict[str, str] | None:
+        target = _targets(sim, namespace, "guarded").get("app")
+        return target if target is not None and _bytes(target["memory"]) < 0.85 * reverted_to else None
+
+    sim.wait_for("a recommendation below the reverted values", wants_less, timeout_s=60)
+    _until(sim, held_until - margin_s)
     current = same_pod()
     assert current is not None
-    assert _bytes(_resources(current, "app")["requests"]["memory"]) >= held, _resources(current, "app")
+    assert _bytes(_resources(current, "app")["requests"]["memory"]) == reverted_to, _resources(current, "app")
+    assert sim.virtual_now() < held_until, "the checks ran past the backoff's end: nothing checked inside it"
+
+    # ... and the decrease is sent to the same pod once it has.
+    def decreased() -> dict[str, Any] | None:
+        now = same_pod()
+        return now if now and _bytes(_resources(now, "app")["requests"]["memory"]) < reverted_to else None
+
+    sim.wait_for("the decrease after the backoff", decreased, timeout_s=60)
+    assert sim.virtual_now() >= held_until
+
+
+def test_an_oom_after_an_evictions_decrease_is_reverted_on_the_recreated_pod(
+    sim: Cluster, vpa_run: VpaRunFactory, namespace: str
+) -> None:
+    # Recreate: a pod whose requests are outside the recommended range is evicted at once, and the webhook
+    # gives the new pod the recommendation. Within range nothing is evicted for twelve hours (the lifetime
+    # threshold), so the new pod meets the spike with the values it was given.
+    virtual = sim.virtual_time
+    backoff_s = 3600 if virtual else 20 * REAL_LOOP_S
+    margin_s = 900 if virtual else 2 * REAL_LOOP_S
+    process = vpa_run(feature_gates={"ResizeGuard": True}, extra=[f"--resize-guard-backoff={backoff_s}s"])
+    # 100Mi of memory, then a 700Mi spike (three virtual hours on, for 20 minutes; on real time 80 s on, for
+    # 30 s): after the eviction lowered the limit below it, below the 1Gi the first pod had, over before the
+    # backoff ends. maxAllowed (300Mi) puts the first pod's 512Mi above the range (so it is evicted at once)
+    # and keeps the VPA from raising the limit above the spike itself.
+    spike_at = sim.virtual_now() + (3 * 3600 if virtual else 80)
+    memory = {"type": "spikes", "base": "100Mi", "height": "600Mi", "period_s": 86400,
+              "duration_s": 1200 if virtual else 30, "offset_s": spike_at}  # fmt: skip
+    usage = {"app": {"cpu": {"type": "constant", "value": "100m"}, "memory": memory}}
+    containers = [_container("app", "100m", "512Mi", "1Gi")]
+    sim.apply(_deployment("recreated", containers, usage, replicas=1), namespace)
+    (first,) = sim.wait_for("a running pod", lambda: _running(sim, namespace, "app=recreated", 1))
+    annotations = {"vpa.dev/resize-guard": "true", "vpa.dev/resize-guard-window": "3h" if virtual else "3m"}
+    policies = [{"containerName": "app", "maxAllowed": {"memory": "300Mi"}}]
+    sim.apply(
+        _vpa("recreated", "Recreate", annotations=annotations, update_policy={"minReplicas": 1},
+             policies=policies),
+        namespace,
+    )  # fmt: skip
+
+    def replaced(old_uid: str) -> dict[str, Any] | None:
+        pods = _running(sim, namespace, "app=recreated", 1) or []
+        return next((p for p in pods if p["metadata"]["uid"] != old_uid), None)
+
+    # The eviction's new pod is admitted with a limit below the coming spike.
+    second = sim.wait_for("the pod recreated", lambda: replaced(first["metadata"]["uid"]), timeout_s=90)
+    limit = _bytes(_resources(second, "app").get("limits", {}).get("memory"))
+    assert limit < 700 * MI, _resources(second, "app")
+    assert sim.virtual_now() < spike_at, "the new pod came after the spike began: nothing to revert"
+    uid = second["metadata"]["uid"]
+
+    def same_pod() -> dict[str, Any] | None:
+        pods = live_pods(sim, namespace, "app=recreated")
+        return next((p for p in pods if p["metadata"]["uid"] == uid), None)
+
+    # The spike OOM-kills it; within one updater pass the new pod is resized back in place to the evicted
+    # pod's values (or the upper bound), said in a Warning event, the condition and the metric.
+    sim.wait_for("an OOM kill", lambda: _oom_killed(same_pod(), "app"), timeout_s=90)
+    seen = _updater_passes(process)
+    sim.wait_for("two more updater passes", lambda: _updater_passes(process) >= seen + 2, timeout_s=30)
+    reverted = events_for(sim, namespace, "ResizeReverted")
+    assert reverted, "no revert within one updater pass of the OOM kill"
+    message = reverted[0]["message"]
+    assert reverted[0]["type"] == "Warning", reverted[0]
+    assert f"replaced evicted pod {first['metadata']['name']}" in message, message
+    assert "was OOM-killed" in message, message
+    current = same_pod()
+    assert current is not None, "the pod was recreated again, not resized back"
+    reverted_to = _bytes(_resources(current, "app")["requests"]["memory"])
+    assert reverted_to >= 512 * MI, _resources(current, "app")
+    assert _bytes(_resources(current, "app")["limits"]["memory"]) >= 1024 * MI, _resources(current, "app")
+    condition = _true(sim, namespace, "recreated", "ResizeReverted")
+    assert condition is not None, sim.get_json("vpa", "recreated", "-n", namespace).get("status")
+    assert condition["reason"] == "OOMKilled", condition
+    assert re.search(r'vpa_updater_resize_reverts_total\{cause="OOMKilled"[^}]*\} 1\.0', process.metrics())
+
+    # The recommendation wants less than the reverted values, but evicting the pod would lower them: it waits
+    # out the backoff, and goes after it.
+    held_until = _held_until(condition)
+
+    def wants_less() -> dict[str, str] | None:
+        target = _targets(sim, namespace, "recreated").get("app")
+        return target if target is not None and _bytes(target["memory"]) < 0.85 * reverted_to else None
+
+    sim.wait_for("a recommendation below the reverted values", wants_less, timeout_s=60)
+    _until(sim, held_until - margin_s)
+    current = same_pod()
+    assert current is not None, "evicted during the backoff"
+    assert _bytes(_resources(current, "app")["requests"]["memory"]) == reverted_to, _resources(current, "app")
+    assert sim.virtual_now() < held_until, "the checks ran past the backoff's end: nothing checked inside it"
+    third = sim.wait_for("the eviction after the backoff", lambda: replaced(uid), timeout_s=90)
+    assert sim.virtual_now() >= held_until
+    assert _bytes(_resources(third, "app")["requests"]["memory"]) < reverted_to, _resources(third, "app")
 
 
 # --- AEP-10031 DaemonSet scope (gate DaemonSetScope) -------------------------------------------------------
