@@ -164,3 +164,27 @@ async def test_usage_is_fixed_at_its_first_read_within_a_resolution_interval() -
         code, later = await pod_metrics(http, "crashy")
         assert later["timestamp"] != first["timestamp"]
         assert later["containers"] != first["containers"]
+
+
+async def test_annotating_a_running_pods_usage_above_its_limit_oom_kills_it_from_then_on() -> None:
+    # `kubectl annotate` on a running pod: the new profile is judged from the change on, so the kill comes
+    # just after it (not at once with a time in the past, and not never).
+    async with sim("1.35") as (cluster, http):
+        await create_pod(cluster, pod("grows", annotations={ANNOTATION: json.dumps(
+            {"app": {"memory": {"type": "constant", "value": "100Mi"}}})}))  # fmt: skip
+        await cluster.advance(600)
+        changed_at = "2026-01-01T00:10:00Z"
+        above = json.dumps({"app": {"memory": {"type": "constant", "value": "600Mi"}}})
+        patch = {"metadata": {"annotations": {ANNOTATION: above}}}
+        async with http.patch(
+            "/api/v1/namespaces/default/pods/grows",
+            json=patch,
+            headers={"Content-Type": "application/merge-patch+json"},
+        ) as resp:
+            assert resp.status == 200
+        await cluster.advance(10)
+        status = cstatus(cluster.store.get("pods", "default", "grows"))  # type: ignore[arg-type]
+        assert status["restartCount"] >= 1
+        terminated = status["lastState"]["terminated"]
+        assert terminated["reason"] == "OOMKilled"
+        assert changed_at < terminated["finishedAt"] <= "2026-01-01T00:10:10Z"

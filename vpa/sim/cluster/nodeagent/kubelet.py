@@ -21,6 +21,7 @@ from vpa.sim.cluster.nodeagent.common import parse_time, resources_of, rfc3339
 from vpa.sim.cluster.nodeagent.core import AgentCore
 from vpa.sim.cluster.nodeagent.runs import ContainerRun, NodeRun, PodLevelRun, PodRun
 from vpa.sim.cluster.pods import effective_requests
+from vpa.sim.cluster.profiles import ANNOTATION as USAGE_ANNOTATION
 from vpa.sim.cluster.runtime import Key
 from vpa.sim.contracts import ApiError, JsonObj
 
@@ -76,10 +77,16 @@ class Kubelet(AgentCore):
             self._after_start(pod, run)
         if run.phase == "Running":
             self._handle_resize(pod, run, node, now)
+            # Usage changed on a running pod (`kubectl annotate`): its kills are searched again from now,
+            # since the usage before now was the old profile's.
+            usage = (md.get("annotations") or {}).get(USAGE_ANNOTATION)
+            changed, run.usage = usage != run.usage, usage
             for c in run.containers.values():
                 if c.waiting_until is not None and c.waiting_until <= now:
                     c.waiting_until = None  # started_at already is the end of the back-off
                     self._arm_oom(pod, run, c)
+                elif changed:
+                    self._arm_oom(pod, run, c, since=now)
         await self._write_status(pod, run)
 
     def _new_run(self, k: Key, pod: JsonObj, node: NodeRun, now: float) -> PodRun:
@@ -87,7 +94,9 @@ class Kubelet(AgentCore):
         n = node.ip_counter
         ip = f"10.{64 + node.index // 256}.{node.index % 256}.{n % 253 + 1}"
         start_at = now + self.options.pod_start_delay_s
-        run = PodRun(k, (pod.get("metadata") or {}).get("uid") or "", node.name, ip, now, start_at)
+        md = pod.get("metadata") or {}
+        run = PodRun(k, md.get("uid") or "", node.name, ip, now, start_at)
+        run.usage = (md.get("annotations") or {}).get(USAGE_ANNOTATION)
         spec = pod.get("spec") or {}
         for kind, into in (("containers", run.containers), ("initContainers", run.inits)):
             for c in spec.get(kind) or []:

@@ -162,5 +162,6 @@ class Restarts(AgentCore):
         pod = self.store.get("pods", namespace, name)
         if run is None or pod is None:
             return
+        now = self.clock.now()
         for c in run.containers.values():
-            self._arm_oom(pod, run, c)
+            self._arm_oom(pod, run, c, since=now)  # the usage before now was the old profile's

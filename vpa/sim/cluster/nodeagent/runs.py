@@ -100,6 +100,8 @@ class PodRun:
     # The resourceVersion of our own last write: a watch event carrying it needs no sync unless `dirty`.
     last_rv: str | None = None
     dirty: bool = True
+    # The pod's `sim.vpa.dev/usage` text the OOM kills were armed for: `kubectl annotate` re-arms them.
+    usage: str | None = None
 
 
 @dataclass
