@@ -188,3 +188,15 @@ async def test_annotating_a_running_pods_usage_above_its_limit_oom_kills_it_from
         terminated = status["lastState"]["terminated"]
         assert terminated["reason"] == "OOMKilled"
         assert changed_at < terminated["finishedAt"] <= "2026-01-01T00:10:10Z"
+
+
+async def test_a_growing_profile_is_killed_in_the_first_whole_second_above_its_limit() -> None:
+    # 500Mi growing 1Mi a second crosses the 512Mi limit at 12 s: the kernel kills in the 13th second, not
+    # at the next step of the kill search.
+    async with sim("1.35") as (cluster, _):
+        grows = {"app": {"memory": {"type": "trend", "start": "500Mi", "per_hour": "3600Mi"}}}
+        await create_pod(cluster, pod("grows", annotations={ANNOTATION: json.dumps(grows)}))
+        await cluster.advance(14)
+        status = cstatus(cluster.store.get("pods", "default", "grows"))  # type: ignore[arg-type]
+        assert status["lastState"]["terminated"]["reason"] == "OOMKilled"
+        assert status["lastState"]["terminated"]["finishedAt"] == "2026-01-01T00:00:13Z"

@@ -28,6 +28,15 @@ _OOM_HORIZON_S = 6 * 3600.0
 _BACKOFF_RESET_S = 600.0
 
 
+def _seconds(after: float, until: float) -> list[float]:
+    """The instants one second apart from just after `after` up to before `until`."""
+    out, s = [], after + 1.0
+    while s < until:
+        out.append(s)
+        s += 1.0
+    return out
+
+
 class Restarts(AgentCore):
     """Container restarts, crash back-off and OOM kills."""
 
@@ -101,7 +110,12 @@ class Restarts(AgentCore):
             t = start
             while t <= start + _OOM_HORIZON_S:
                 if profile.value(t, run.start_at, c.started_at) > limit:
-                    crossing = t
+                    # Found within a step: the first whole second above it, as the kernel would kill.
+                    crossing = next(
+                        (s for s in _seconds(max(start, t - _OOM_SCAN_STEP_S), t)
+                         if profile.value(s, run.start_at, c.started_at) > limit),
+                        t,
+                    )  # fmt: skip
                     break
                 t += _OOM_SCAN_STEP_S
             if crossing is None:
