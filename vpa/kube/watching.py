@@ -267,6 +267,7 @@ class WatchCache(Generic[T]):
         """LIST and WATCH until cancelled. Never returns on its own and never raises on API failures."""
         need_list = True
         failures = 0
+        gones = 0  # 410 answers since the last watch that delivered something
         while True:
             try:
                 if need_list:
@@ -277,6 +278,8 @@ class WatchCache(Generic[T]):
                 progressed = await self._watch_once()
                 self._count("restarts")
                 failures = 0
+                if progressed:
+                    gones = 0
                 if not progressed:
                     # A server that closes watches at once without a line must not make us spin; a short
                     # pause (not a growing one) keeps recovery fast when it was only a dropped connection.
@@ -287,9 +290,13 @@ class WatchCache(Generic[T]):
                 self._count("gone")
                 log.info("watch_cache_gone", cache=self.name, resource_version=self._rv, error=exc.message)
                 need_list = True
-                failures += 1
-                if failures > 1:
-                    await self._clock.sleep(self._backoff_s(failures - 2))
+                # A 410 is an answer: an outage's failed attempts end here (the first answer of an API server
+                # back from a restart is often this one), and only 410 after 410 backs off. Relisting after
+                # the outage's grown backoff would leave the cache stale that long for nothing.
+                failures = 0
+                gones += 1
+                if gones > 1:
+                    await self._clock.sleep(self._backoff_s(gones - 2))
             except _Stalled:
                 self._count("stalls")
                 self._count("restarts")

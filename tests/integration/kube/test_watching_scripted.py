@@ -145,6 +145,47 @@ async def test_error_event_410_relists_and_bad_lines_reconnect() -> None:
     assert "watch" not in queries[3]
 
 
+class _TimedServer(ScriptedServer):
+    """Records, per request, when it arrived on `clock` (virtual seconds)."""
+
+    def __init__(self, clock: VirtualClock) -> None:
+        super().__init__()
+        self.clock = clock
+        self.times: list[float] = []
+
+    async def _handle(self, request: Any) -> Any:
+        self.times.append(self.clock.now())
+        return await super()._handle(request)
+
+
+async def test_a_410_after_an_outage_relists_at_once() -> None:
+    """An API server back from a restart answers the resumed watch 410: the cache relists at once, not after
+    the backoff the outage's failed attempts grew (the cache would stay stale that long), while a 410 after
+    a 410 still backs off."""
+    clock = VirtualClock(time_scale=50.0)
+    gone = status_body(410, "Expired", "too old resource version: 10 (20)")
+    timed = _TimedServer(clock)
+    async with timed as server:
+        server.then(200, page([item("a", "5")], "10"))
+        for _ in range(6):
+            server.then(503, status_body(503, "ServiceUnavailable", "the server is restarting"))
+        server.then(410, gone)  # request 7: the resumed watch, once the server is back
+        server.then(200, page([item("b", "21")], "22"))  # 8: the relist
+        server.then(410, gone)  # 9: the next watch, 410 again
+        server.then(200, page([item("b", "21")], "23"))  # 10: a second relist, after a pause
+        server.stream([])
+        cache, task = await start(server, clock)
+        try:
+            await eventually(lambda: cache.stats.relists == 2, what="both relists")
+            assert [cm.name for cm in cache.list()] == ["b"]
+        finally:
+            await stop(cache, task)
+    t = timed.times
+    assert t[6] - t[5] >= 4.0, "the outage's attempts back off"
+    assert t[8] - t[7] < 1.0, f"relisted {t[8] - t[7]:.1f} s after the first answer"
+    assert t[10] - t[9] >= 0.25, "a 410 after a 410 backs off"
+
+
 class _Tracked:
     """A cached value whose copies alive at once are counted (weak references)."""
 
