@@ -175,7 +175,9 @@ class Unbooster:
                             outcome=result.outcome.value, status=result.status, error=result.message)
                 return
             self.attempts[pod.uid] = ResizeAttempt(
-                patched_at, rejected=False, disruptive=any(c.disruptive for c in plan.changes)
+                patched_at,
+                disruptive=any(c.disruptive for c in plan.changes),
+                resource_version=pod.resource_version,
             )
             self.events.normal(pod_ref(pod), IN_PLACE_RESIZED, IN_PLACE_RESIZED_MESSAGE)
             self.metrics.in_place_updated.labels(

@@ -540,7 +540,7 @@ class Updater:
             # its decreases, and the VPA says so.
             message = revert.message(refused=f"{result.outcome.value}: {result.message}")
         else:
-            self.attempts[pod.uid] = ResizeAttempt(self.clock.now(), rejected=False, disruptive=False)
+            self.attempts[pod.uid] = ResizeAttempt(self.clock.now(), resource_version=pod.resource_version)
             self.metrics.resize_reverts.labels(cause=revert.cause.value, vpa_name=vpa.name,
                                                vpa_namespace=vpa.namespace).inc()
             log.warning("pod_resize_reverted", pod=pod.key, cause=revert.cause.value, values=revert.values,
@@ -716,7 +716,9 @@ class Updater:
         patched_at = self.clock.now()
         result = await self.actuator.resize(pod.namespace, pod.name, operations)
         if result.ok:
-            self.attempts[pod.uid] = ResizeAttempt(patched_at, rejected=False, disruptive=decision.disruptive)
+            self.attempts[pod.uid] = ResizeAttempt(
+                patched_at, disruptive=decision.disruptive, resource_version=pod.resource_version
+            )
             self.infeasible = self.infeasible.clear(pod.uid)
             if guard_enabled(self.gates, vpa):
                 self.guard.watch(pod, decision, vpa.key, patched_at, guard_window_s(vpa.annotations))

@@ -68,11 +68,15 @@ class ResizeAttempt:
     `patched_at`: when the patch was sent — the start of the Deferred / in-progress timers. `rejected`: the
     API refused it (any error, `NodeCapacity` included) — `InPlaceOrRecreate` then falls back to eviction.
     `disruptive`: the patch restarted a container — AEP-4016 counts it as a disruption for the 12 h rule.
+    `resource_version`: the pod's resourceVersion the accepted patch was planned from. While the cache still
+    shows that version it has not seen the patch (its watch is behind, e.g. after an API server restart),
+    and planning from it would send the same resize again.
     """
 
     patched_at: float
     rejected: bool = False
     disruptive: bool = False
+    resource_version: str = ""
 
 
 class Change(NamedTuple):
@@ -357,6 +361,8 @@ class Reason(enum.StrEnum):
     INFEASIBLE_CACHED = "InfeasibleCached"
     INFEASIBLE_RECORDED = "InfeasibleRecorded"
     RESIZE_IN_FLIGHT = "ResizeInFlight"
+    RESIZE_NOT_OBSERVED = "ResizeNotObservedYet"
+    """Our accepted resize is not in the cached pod yet (same resourceVersion as when it was sent)."""
     RESIZE_INFEASIBLE = "ResizeInfeasible"
     RESIZE_TIMED_OUT = "ResizeTimedOut"
     RESIZE_REJECTED = "ResizeRejected"
@@ -460,7 +466,8 @@ def decide_in_place(
     is charged to `group` here, so call this in priority order within one pass.
 
     Rules (see the module docstrings of `priority`, `restrictions` and `resizestatus` for the pieces):
-    1. Pending pods wait.
+    1. Pending pods wait, and so do pods whose cached version is the one our accepted resize was planned
+       from (the cache has not seen it yet: the same resize would be sent again).
     2. `InPlace`: a recorded infeasible attempt skips the pod unless the target is lower somewhere; a
        `PodResizePending/Infeasible` pod without a record asks the loop to record its spec requests; any
        other resize under way waits (never a timeout, never an eviction).
@@ -483,6 +490,13 @@ def decide_in_place(
     """
     if pod.phase == PENDING:
         return skip(pod, Reason.POD_PENDING, priority)
+    if (
+        attempt is not None
+        and not attempt.rejected
+        and attempt.resource_version
+        and attempt.resource_version == pod.resource_version
+    ):
+        return skip(pod, Reason.RESIZE_NOT_OBSERVED, priority)
     if mode is UpdateMode.IN_PLACE:
         uid = pod.uid
         if uid in infeasible and not infeasible.should_retry(uid, targets_by_name(targets)):

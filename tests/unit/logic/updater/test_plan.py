@@ -3,6 +3,7 @@ minReplicas / tolerance, eviction requirements, modes, and the patches."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -231,6 +232,34 @@ def test_rejected_patch(mode: str, expected: object) -> None:
     p = pod()
     decision = _decide(vpa(mode, OUT_OF_RANGE), p, attempts={p.uid: ResizeAttempt(NOW - MIN, rejected=True)})
     assert (decision.action, decision.reason) == expected
+
+
+# A resize the API server accepted but the pod cache has not seen yet (its watch is behind, e.g. after an
+# API server restart): planning from the cached pod would send the same resize again.
+NOT_OBSERVED = [
+    # (mode, resourceVersion the patch was planned from, rejected, cached pod's resourceVersion, outcome)
+    ("InPlaceOrRecreate", "41", False, "41", (Action.SKIP, Reason.RESIZE_NOT_OBSERVED)),
+    ("InPlace", "41", False, "41", (Action.SKIP, Reason.RESIZE_NOT_OBSERVED)),
+    ("InPlaceOrRecreate", "41", False, "57", (Action.RESIZE, Reason.OUTSIDE_RANGE)),
+    ("InPlace", "41", False, "57", (Action.RESIZE, Reason.OUTSIDE_RANGE)),
+    ("InPlaceOrRecreate", "", False, "41", (Action.RESIZE, Reason.OUTSIDE_RANGE)),
+    ("InPlaceOrRecreate", "41", True, "41", (Action.EVICT, Reason.RESIZE_REJECTED)),
+    ("InPlace", "41", True, "41", (Action.RESIZE, Reason.OUTSIDE_RANGE)),
+]
+NOT_OBSERVED_IDS = ["or-recreate-cache-behind", "in-place-cache-behind", "or-recreate-cache-caught-up",
+                    "in-place-cache-caught-up", "no-version-recorded", "or-recreate-rejected",
+                    "in-place-rejected"]  # fmt: skip
+
+
+@pytest.mark.parametrize(("mode", "sent_from", "rejected", "cached", "expected"), NOT_OBSERVED,
+                         ids=NOT_OBSERVED_IDS)  # fmt: skip
+def test_a_resize_the_cache_has_not_seen_is_not_sent_again(
+    mode: str, sent_from: str, rejected: bool, cached: str, expected: object
+) -> None:
+    p = dataclasses.replace(pod(), resource_version=cached)
+    attempt = ResizeAttempt(NOW - 10, rejected=rejected, resource_version=sent_from)
+    decision = _decide(vpa(mode, OUT_OF_RANGE), p, attempts={p.uid: attempt})
+    assert (decision.action, decision.reason) == expected, decision.explain()
 
 
 def test_disruptive_resize_counts_as_disruption_for_12h() -> None:
