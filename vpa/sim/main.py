@@ -31,6 +31,7 @@ from vpa.sim.apiserver.harness import SUPPORTED_VERSIONS, SimCluster
 from vpa.sim.contracts import ApiError
 from vpa.sim.kubernetes.cluster import KUBELETS, RealCluster
 from vpa.sim.kubernetes.controlplane import ControlPlaneError
+from vpa.sim.kubernetes.faults import FaultControl
 from vpa.sim.kubernetes.releases import RELEASES, ReleaseError, locate
 
 SIM_DEFAULT_VERSION = "1.37"
@@ -177,6 +178,13 @@ def build_parser() -> argparse.ArgumentParser:
         "(`make control-plane` builds it)",
     )
     p.add_argument(
+        "--fault-control",
+        action="store_true",
+        help="with --control-plane=kubernetes: serve, on a loopback URL with a secret printed as "
+        "`fault control: URL`, POST URL/kube-apiserver/kill (SIGKILL), URL/kube-apiserver/start (same "
+        "flags and port) and URL/etcd/compact (at the current revision), for fault tests",
+    )
+    p.add_argument(
         "--history-size",
         type=int,
         default=50_000,
@@ -221,7 +229,7 @@ async def _serve(args: argparse.Namespace) -> int:
             kubernetes_version=args.kubernetes_version,
             kubelet=args.kubelet,
         )
-        return await _run(cluster)
+        return await _run(cluster, fault_control=args.fault_control)
     problem = _sim_only_conflicts(args)
     if problem:
         print(f"vpa sim: {problem}", file=sys.stderr)
@@ -262,6 +270,8 @@ def _real_only_conflicts(args: argparse.Namespace) -> str:
 
 def _sim_only_conflicts(args: argparse.Namespace) -> str:
     """Options only a real control plane honours, and the versions the simulated API server emulates."""
+    if args.fault_control:
+        return "--fault-control: needs --control-plane=kubernetes (the simulator has /sim/v1/faults)"
     if args.kubelet != "sim":
         return (
             f"--kubelet={args.kubelet}: needs --control-plane=kubernetes (hollow nodes run real kubelet code)"
@@ -274,7 +284,7 @@ def _sim_only_conflicts(args: argparse.Namespace) -> str:
     return ""
 
 
-async def _run(cluster: SimCluster | RealCluster) -> int:
+async def _run(cluster: SimCluster | RealCluster, *, fault_control: bool = False) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -286,13 +296,21 @@ async def _run(cluster: SimCluster | RealCluster) -> int:
         return 2
     # The GC policy `vpa run` follows too: full collections over the store are held back to once an hour.
     heap = asyncio.create_task(HeapKeeper().run(), name="heap")
+    faults: FaultControl | None = None
     try:
+        if fault_control and isinstance(cluster, RealCluster):
+            faults = FaultControl(cluster.control_plane)
+            await faults.start()
         print(f"API server: {cluster.url}", flush=True)
         print(f"kubeconfig: {cluster.kubeconfig_path}", flush=True)
         print(f"Kubernetes version: v{cluster.version[0]}.{cluster.version[1]}", flush=True)
+        if faults is not None:
+            print(f"fault control: {faults.url}", flush=True)
         await stop.wait()
     finally:
         await cancel_and_wait([heap])
+        if faults is not None:
+            await faults.stop()
         await cluster.stop()
     return 0
 

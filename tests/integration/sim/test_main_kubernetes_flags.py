@@ -51,6 +51,7 @@ def _run(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> subpr
             "vpa sim: --kubernetes-version=1.35: not a release this project builds (v1.37.2, v1.36.3)",
         ),
         (["--kubelet=hollow"], "vpa sim: --kubelet=hollow: needs --control-plane=kubernetes"),
+        (["--fault-control"], "vpa sim: --fault-control: needs --control-plane=kubernetes"),
         (
             ["--kubernetes-version=1.20"],
             "vpa sim: --kubernetes-version=1.20: the simulated API server emulates",

@@ -11,7 +11,9 @@ the four processes with their logs
 in the work directory; readiness checks (`/readyz` of the API server, `/healthz` of the controller manager
 and the scheduler, the `default` ServiceAccount that proves the controllers run); the admin kubeconfig; and
 a clean shutdown by PID (SIGTERM, then SIGKILL after a grace period). The work directory is removed after
-a clean run and kept, with its logs, when start-up fails.
+a clean run and kept, with its logs, when start-up fails. For fault scenarios: killing kube-apiserver by its
+PID (SIGKILL, a crash), starting it again with the same flags, port, certificates and tokens, and compacting
+etcd at its current revision through etcd's v3 JSON gateway on its loopback client URL.
 
 Must not: know anything about pods, nodes or the autoscaler: the kubelet stand-in (`vpa.sim.cluster`
 driven through `RemoteStore`) and the metrics API are started on top of it by `RealCluster`.
@@ -20,6 +22,7 @@ driven through `RemoteStore`) and the metrics API are started on top of it by `R
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import secrets
 import shutil
@@ -87,7 +90,9 @@ class ControlPlane:
     ca_pem: bytes = b""
     kubeconfig: Path = field(default_factory=Path)
     apiserver_port: int = 0
+    etcd_url: str = ""
     _procs: list[_Proc] = field(default_factory=list)
+    _commands: dict[str, tuple[Path, list[str]]] = field(default_factory=dict)
     _own_workdir: bool = False
     _failed: bool = False
 
@@ -164,6 +169,7 @@ class ControlPlane:
         self.admin_token = tokens["admin"][0]
 
         etcd_port, peer_port = free_port(), free_port()
+        self.etcd_url = f"http://127.0.0.1:{etcd_port}"
         self.apiserver_port = free_port()
         self.url = f"https://127.0.0.1:{self.apiserver_port}"
         self.kubeconfig = write_kubeconfig(
@@ -303,6 +309,10 @@ class ControlPlane:
         )
 
     async def _spawn(self, name: str, binary: Path, args: list[str]) -> None:
+        self._commands[name] = (binary, args)
+        self._procs.append(await self._exec(name, binary, args))
+
+    async def _exec(self, name: str, binary: Path, args: list[str]) -> _Proc:
         assert self.workdir is not None
         log = self.workdir / f"{name}.log"
         with log.open("ab") as out:
@@ -314,7 +324,67 @@ class ControlPlane:
                 stderr=out,
                 start_new_session=True,
             )
-        self._procs.append(_Proc(name, proc, log))
+        return _Proc(name, proc, log)
+
+    # --- faults ------------------------------------------------------------------------------------------
+
+    def _proc(self, name: str) -> _Proc:
+        for p in self._procs:
+            if p.name == name:
+                return p
+        raise ControlPlaneError(f"{name} was never started")
+
+    def pid(self, name: str) -> int | None:
+        """The PID of `name` while it runs, else None."""
+        p = self._proc(name)
+        return p.proc.pid if p.proc.returncode is None else None
+
+    async def kill_apiserver(self) -> int:
+        """SIGKILL kube-apiserver by its PID (a crash: no graceful shutdown, open watches just break) and wait
+        until it has exited; returns the PID it had."""
+        p = self._proc("kube-apiserver")
+        if p.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                p.proc.kill()
+        await p.proc.wait()
+        return p.proc.pid
+
+    async def start_apiserver(self) -> int:
+        """Start kube-apiserver again, as it first ran (same flags, port, certificates and tokens), and wait
+        until /readyz says ok; returns the new PID. ControlPlaneError when it is still running."""
+        p = self._proc("kube-apiserver")
+        if p.proc.returncode is None:
+            raise ControlPlaneError(f"kube-apiserver is still running (pid {p.proc.pid}); kill it first")
+        binary, args = self._commands["kube-apiserver"]
+        fresh = await self._exec("kube-apiserver", binary, args)
+        # Same place in the list: stop() still stops it before etcd.
+        self._procs[self._procs.index(p)] = fresh
+        await self._wait_http("kube-apiserver", f"{self.url}/readyz", self.admin_token, lambda b: b == "ok")
+        return fresh.proc.pid
+
+    async def compact_etcd(self) -> int:
+        """Compact etcd's history at its current revision (v3 JSON gateway, loopback); returns that revision.
+
+        Physical, so the compaction is done when this returns: any read or watch of an older revision is
+        refused by etcd from then on (and kube-apiserver answers its clients 410 Gone where it must ask etcd).
+        """
+        key = base64.b64encode(b"/registry/").decode()
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session:
+            async with session.post(f"{self.etcd_url}/v3/kv/range", json={"key": key, "limit": 1}) as resp:
+                body = await resp.json(content_type=None)
+                if resp.status != 200:
+                    raise ControlPlaneError(f"etcd range for the revision: HTTP {resp.status}: {body}")
+            revision = int(body["header"]["revision"])
+            async with session.post(
+                f"{self.etcd_url}/v3/kv/compaction", json={"revision": str(revision), "physical": True}
+            ) as resp:
+                answer = await resp.json(content_type=None)
+                # Nothing written since the last compaction: etcd refuses to compact the same revision twice.
+                if resp.status != 200 and "compacted" not in str(answer):
+                    raise ControlPlaneError(
+                        f"etcd compaction at revision {revision}: HTTP {resp.status}: {answer}"
+                    )
+        return revision
 
     async def _wait_http(self, name: str, url: str, token: str | None, ok: object) -> None:
         check = ok if callable(ok) else (lambda _b: True)
