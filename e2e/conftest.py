@@ -92,6 +92,8 @@ class Cluster:
     """Whether time is the simulator's virtual clock (False on a real control plane)."""
     vpa_kubeconfig: Path | None = None
     """What `vpa run` authenticates with, when not the admin's kubeconfig (the chart's RBAC)."""
+    fault_url: str = ""
+    """On the real control plane: `vpa sim --fault-control`'s URL (crash kube-apiserver, compact etcd)."""
 
     def kubectl(
         self, *args: str, stdin: str | None = None, check: bool = True
@@ -133,6 +135,52 @@ class Cluster:
                 return last
             time.sleep(0.3)
         raise AssertionError(f"timed out waiting for {what}; last value: {last!r}")
+
+    # ------------------------------------------------------------------------ faults of the API server
+
+    def kill_apiserver(self) -> None:
+        """Crash the API server until `start_apiserver()`.
+
+        On the real control plane kube-apiserver is SIGKILLed by its PID (the launcher's); on the simulator,
+        whose API server lives in the `vpa sim` process, every resource request is answered 503 and every
+        open watch is cut, which is what a client sees of a crashed server behind a load balancer.
+        """
+        if self.fault_url:
+            self._fault("kube-apiserver/kill")
+            return
+        self.require_sim("crashes the API server")
+        self._sim_fault("inject", {"verb": "*", "resource": "*", "code": 503})
+        self._sim_fault("drop-watches")
+
+    def start_apiserver(self) -> None:
+        """Start kube-apiserver again (same flags, port, certificates), or lift the simulator's 503s; returns
+        once it is ready."""
+        if self.fault_url:
+            self._fault("kube-apiserver/start")
+            return
+        self.require_sim("crashes the API server")
+        self._sim_fault("clear")
+
+    def compact_etcd(self) -> int:
+        """Compact the history at the current revision (etcd's, or the simulator's watch history): watches and
+        reads of older resourceVersions get 410 Gone from then on. Returns the compacted revision."""
+        if self.fault_url:
+            return int(self._fault("etcd/compact")["revision"])
+        self.require_sim("compacts the API server's history")
+        return int(self._sim_fault("compact")["compactedResourceVersion"])
+
+    def _fault(self, action: str) -> dict[str, Any]:
+        request = urllib.request.Request(f"{self.fault_url}/{action}", data=b"", method="POST")
+        with urllib.request.urlopen(request, timeout=180) as resp:
+            doc: dict[str, Any] = json.loads(resp.read())
+            return doc
+
+    def _sim_fault(self, action: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+        out = self.kubectl(
+            "create", "--raw", f"/sim/v1/faults/{action}", "-f", "-", stdin=json.dumps(body or {})
+        )
+        doc: dict[str, Any] = json.loads(out.stdout or "{}")
+        return doc
 
     # ------------------------------------------------------------------------ simulator-only control
 
@@ -373,7 +421,12 @@ def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             "--webhook-service", f"{WEBHOOK_SERVICE}=127.0.0.1:{webhook_port}"]  # fmt: skip
     # Real time on the real control plane: metrics every second, so history builds within loops of seconds.
     if real:
-        args += ["--control-plane=kubernetes", "--metrics-resolution=1", f"--kubelet={KUBELET}"]
+        args += [
+            "--control-plane=kubernetes",
+            "--metrics-resolution=1",
+            f"--kubelet={KUBELET}",
+            "--fault-control",
+        ]
         if KUBERNETES_VERSION:
             args.append(f"--kubernetes-version={KUBERNETES_VERSION}")
     else:
@@ -391,11 +444,23 @@ def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         cluster = Cluster(kubeconfig=kubeconfig, workdir=workdir, webhook_port=webhook_port)
         cluster.virtual_time = not real
         if real:
+            cluster.fault_url = _printed(proc, workdir / "sim.log", "fault control: ", deadline)
             cluster.vpa_kubeconfig = chart_rbac_kubeconfig(cluster)
         yield cluster
     finally:
         _stop(proc)
         log.close()
+
+
+def _printed(proc: subprocess.Popen[bytes], log: Path, prefix: str, deadline: float) -> str:
+    """The rest of the line `vpa sim` printed starting with `prefix` (it prints it once it is ready)."""
+    while True:
+        for line in log.read_text(errors="replace").splitlines():
+            if line.startswith(prefix):
+                return line.removeprefix(prefix).strip()
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise AssertionError(f"vpa sim did not print {prefix.strip()!r}:\n{log.read_text()}")
+        time.sleep(0.1)
 
 
 def chart_rbac_kubeconfig(cluster: Cluster) -> Path:
