@@ -17,12 +17,9 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from e2e.conftest import (
-    CONTROL_PLANE,
-    KUBELET,
     REAL_LOOP_S,
     Cluster,
     VpaProcess,
@@ -288,13 +285,6 @@ REPLICAS = 6
 def test_fault_apiserver_killed_during_in_place_resizes(
     sim: Cluster, vpa_run: VpaRunFactory, namespace: str
 ) -> None:
-    if CONTROL_PLANE == "kubernetes" and KUBELET == "sim":
-        # Until the stand-in marks a pod whose status write failed as dirty (vpa/sim/cluster/nodeagent/
-        # status.py), its retry takes the unchanged resourceVersion for the echo of its own write, and a
-        # resize actuated while kube-apiserver is down is never reported: the hollow kubelets run this.
-        pytest.skip(
-            "the simulator's kubelet stand-in loses a resize status written while kube-apiserver is down"
-        )
     # One resize a second (the eviction rate limit paces in-place resizes too): the updater is still sending
     # them when the API server dies after the first.
     vpa = vpa_run(extra=["--eviction-rate-limit=1", "--eviction-rate-burst=1"])

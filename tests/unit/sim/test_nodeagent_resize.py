@@ -249,3 +249,18 @@ def test_pod_level_memory_limit_decrease_below_usage_is_refused() -> None:
     assert conds["PodResizeInProgress"]["reason"] == "Error"
     assert "pod memory limit (157286400)" in conds["PodResizeInProgress"]["message"]
     assert h.pod["status"]["resources"]["limits"]["memory"] == "256Mi"
+
+
+async def test_a_status_write_that_failed_is_written_at_the_next_sync() -> None:
+    # The pod's resourceVersion is still that of the agent's last write, which reads as the echo of it:
+    # without `dirty` the retry would skip the pod and the resize would never be reported.
+    harness = Harness(make_pod({"containers": [container("app", "100m", "200m")]}), (1, 37))
+
+    async def refuse(*_args: Any, **_kwargs: Any) -> dict[str, Any]:
+        raise ConnectionError("kube-apiserver is down")
+
+    harness.agent.store.update = refuse  # type: ignore[method-assign]
+    harness.run.dirty = False
+    with pytest.raises(ConnectionError):
+        await harness.agent._write_status(harness.pod, harness.run)
+    assert harness.run.dirty

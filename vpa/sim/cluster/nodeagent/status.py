@@ -295,6 +295,12 @@ class Status(AgentCore):
             return
         new = dict(pod)
         new["status"] = status
-        result = await self.store.update("pods", new, subresource="status")
+        try:
+            result = await self.store.update("pods", new, subresource="status")
+        except BaseException:
+            # Not written (the API server down, say): the next sync must write it, though the pod's
+            # resourceVersion is still the one of our last write, which otherwise reads as its echo.
+            run.dirty = True
+            raise
         run.last_rv = (result.get("metadata") or {}).get("resourceVersion")
         self.rt.observe("pods", result)
