@@ -26,9 +26,11 @@ DEFAULT_RECOMMENDER_NAME: Final = "default"
 COST_AWARE_RECOMMENDER_NAME: Final = "cost-aware"
 MOVING_WINDOW_RECOMMENDER_NAME: Final = "moving-window"
 OOM_AVERSE_RECOMMENDER_NAME: Final = "oom-averse"
+RAISE_ON_OVERRUN_RECOMMENDER_NAME: Final = "raise-on-overrun"
 # The built-in recommender algorithms, `default` (upstream's) first; see `vpa.logic.recommender.cost_aware`.
 BUILTIN_RECOMMENDERS: Final[tuple[str, ...]] = (DEFAULT_RECOMMENDER_NAME, COST_AWARE_RECOMMENDER_NAME,
-                                                MOVING_WINDOW_RECOMMENDER_NAME, OOM_AVERSE_RECOMMENDER_NAME)
+                                                MOVING_WINDOW_RECOMMENDER_NAME, OOM_AVERSE_RECOMMENDER_NAME,
+                                                RAISE_ON_OVERRUN_RECOMMENDER_NAME)
 DEFAULT_CONTROLLED_RESOURCES: Final[tuple[str, ...]] = (CPU, MEMORY)
 NO_RESOURCES: Final = Resources()
 

@@ -177,7 +177,7 @@ def _cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str,
 
 
 def test_list_recommenders_prints_one_name_per_line(capsys: pytest.CaptureFixture[str]) -> None:
-    names = "default\ncost-aware\nmoving-window\noom-averse\n"
+    names = "default\ncost-aware\nmoving-window\noom-averse\nraise-on-overrun\n"
     assert _cli(["--list-recommenders"], capsys) == (0, names, "")
 
 
@@ -202,7 +202,8 @@ def test_evaluate_through_the_cli(tmp_path: Path, capsys: pytest.CaptureFixture[
 
 @pytest.mark.parametrize(("argv", "message"), [
     (["t.csv", "--recommender=nope"],
-     "--recommender: unknown recommender 'nope' (built-in: default, cost-aware, moving-window, oom-averse)"),
+     "--recommender: unknown recommender 'nope' (built-in: default, cost-aware, moving-window, oom-averse, "
+     "raise-on-overrun)"),
     (["t.csv", "--output=html"], "--output html needs --evaluate"),
     (["t.csv", "--closed-loop"], "--closed-loop needs --evaluate"),
     (["t.csv", "--loop=closed"], "--loop needs --evaluate"),

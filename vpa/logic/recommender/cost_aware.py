@@ -8,7 +8,8 @@ decaying histogram of daily memory peaks (the idea of Autopilot's per-container 
 (`overrun_cost × (1 GiB / L)`), so that memory is spent where it is cheap in bytes (small containers)
 and saved where it is dear (large ones): fewer OOM kills for the same memory held in total;
 and `pod_recommender_for`, which maps a
-recommender name to its algorithm (`moving-window` lives in `vpa.logic.recommender.moving_window`).
+recommender name to its algorithm (`moving-window` lives in `vpa.logic.recommender.moving_window`,
+`raise-on-overrun` in `vpa.logic.recommender.raise_on_overrun`).
 
 The cost-aware recommender reads nothing but the aggregate state that checkpoints store (the memory-peak
 histogram and the CPU histogram), so it keeps no state of its own and survives restarts exactly as the
@@ -41,6 +42,7 @@ from vpa.model.vpa import (
     COST_AWARE_RECOMMENDER_NAME,
     MOVING_WINDOW_RECOMMENDER_NAME,
     OOM_AVERSE_RECOMMENDER_NAME,
+    RAISE_ON_OVERRUN_RECOMMENDER_NAME,
 )
 
 __all__ = ["BUILTIN_RECOMMENDERS", "COST_AWARE_RECOMMENDER_NAME", "OOM_AVERSE_RECOMMENDER_NAME",
@@ -175,12 +177,17 @@ class OomAversePodRecommender(CostAwarePodRecommender):
 
 def pod_recommender_for(name: str, config: EstimatorConfig | None = None) -> PodRecommender:
     """The algorithm a recommender called `name` runs: `cost-aware`, `moving-window`
-    (`vpa.logic.recommender.moving_window`) and `oom-averse` for those names, upstream's for any other
-    (upstream runs its one algorithm under whatever `--recommender-name` it is given)."""
+    (`vpa.logic.recommender.moving_window`), `oom-averse` and `raise-on-overrun`
+    (`vpa.logic.recommender.raise_on_overrun`) for those names, upstream's for any other (upstream runs
+    its one algorithm under whatever `--recommender-name` it is given)."""
     if name == COST_AWARE_RECOMMENDER_NAME:
         return CostAwarePodRecommender(config)
     if name == MOVING_WINDOW_RECOMMENDER_NAME:
         return MovingWindowPodRecommender(config)
     if name == OOM_AVERSE_RECOMMENDER_NAME:
         return OomAversePodRecommender(config)
+    if name == RAISE_ON_OVERRUN_RECOMMENDER_NAME:
+        # Imported here: that module builds on this one's `oom-averse`.
+        from vpa.logic.recommender.raise_on_overrun import RaiseOnOverrunPodRecommender
+        return RaiseOnOverrunPodRecommender(config)
     return PercentilePodRecommender(config)

@@ -26,6 +26,7 @@ from vpa.logic.recommender.estimation import EstimatorConfig, PercentilePodRecom
 from vpa.logic.recommender.moving_window import MovingWindowPodRecommender
 from vpa.logic.recommender.percentiles import NO_OVERRIDE, target_percentiles
 from vpa.logic.recommender.postprocessing import PostProcessingConfig, post_process
+from vpa.logic.recommender.raise_on_overrun import RaiseOnOverrunPodRecommender
 from vpa.model.resources import MEMORY, Resources
 from vpa.model.settings import RecommenderSettings
 from vpa.model.vpa import (
@@ -153,8 +154,8 @@ class RecommenderCore:
     def __init__(self, config: RecommenderConfig | None = None,
                  recommender: PodRecommender | None = None) -> None:
         self.config = config if config is not None else RecommenderConfig()
-        if isinstance(recommender, MovingWindowPodRecommender):
-            # Its aggregates also keep recent usage (not checkpointed; vpa.logic.recommender.recent_usage).
+        if isinstance(recommender, (MovingWindowPodRecommender, RaiseOnOverrunPodRecommender)):
+            # Their aggregates also keep recent usage (not checkpointed; vpa.logic.recommender.recent_usage).
             self.config = replace(self.config, aggregation=recommender.aggregation(self.config.aggregation))
         self.cluster = ClusterState(self.config.aggregation)
         self.recommender: PodRecommender = (

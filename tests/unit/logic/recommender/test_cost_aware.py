@@ -19,6 +19,7 @@ from vpa.logic.recommender.cost_aware import (
 from vpa.logic.recommender.estimation import PercentilePodRecommender
 from vpa.logic.recommender.histogram import MEMORY_HISTOGRAM_OPTIONS, Histogram
 from vpa.logic.recommender.moving_window import MovingWindowPodRecommender
+from vpa.logic.recommender.raise_on_overrun import RaiseOnOverrunPodRecommender
 from vpa.model.resources import CPU
 
 MIB = 1024 * 1024
@@ -111,6 +112,7 @@ def test_recommendation_survives_a_checkpoint_round_trip() -> None:
     ("cost-aware", CostAwarePodRecommender),
     ("moving-window", MovingWindowPodRecommender),
     ("oom-averse", OomAversePodRecommender),
+    ("raise-on-overrun", RaiseOnOverrunPodRecommender),
     ("performance", PercentilePodRecommender),  # any other name runs upstream's algorithm, as upstream does
 ])
 def test_pod_recommender_for(name: str, kind: type) -> None:
@@ -118,7 +120,8 @@ def test_pod_recommender_for(name: str, kind: type) -> None:
 
 
 def test_builtin_names_start_with_default() -> None:
-    assert BUILTIN_RECOMMENDERS == ("default", "cost-aware", "moving-window", "oom-averse")
+    assert BUILTIN_RECOMMENDERS == ("default", "cost-aware", "moving-window", "oom-averse",
+                                    "raise-on-overrun")
 
 
 # --- oom-averse -----------------------------------------------------------------------------------------
