@@ -8,6 +8,8 @@ KUBE_VERSION := 1.35.0
 KUBERNETES_VERSION ?= v1.37.2
 # The nodes of `make e2e-cluster`: sim (the simulator's kubelet stand-in) or hollow (the release's kubelet).
 E2E_KUBELET ?= sim
+# `make differential` on a release's real control plane instead of `vpa sim` (empty: the simulator).
+DIFFERENTIAL_KUBERNETES_VERSION ?=
 
 .PHONY: setup demo run lint typecheck imports test check e2e e2e-kind e2e-cluster control-plane upstream differential sim-protobuf bench tools tools-optional chart chart-docs flags-doc clean
 
@@ -72,10 +74,12 @@ upstream:
 	bash hack/upstream/build.sh
 
 # Upstream's binaries and ours side by side on the same cluster (tests/differential): equal recommendations,
-# admission patches and verdicts, and updater decisions. Runs in a network namespace of its own (upstream's webhook binds every
-# interface); skips with one line when upstream is not built (`make upstream`).
+# admission patches and verdicts, and updater decisions. Runs in a network namespace of its own (upstream's
+# webhook binds every interface); skips with one line when upstream is not built (`make upstream`). With
+# DIFFERENTIAL_KUBERNETES_VERSION=v1.37.2 the recommender and updater tests run on that real control plane.
 differential: setup
-	@PY=$(PY) PYTEST_ARGS="$(PYTEST_ARGS)" bash hack/differential.sh
+	@PY=$(PY) PYTEST_ARGS="$(PYTEST_ARGS)" DIFFERENTIAL_KUBERNETES_VERSION=$(DIFFERENTIAL_KUBERNETES_VERSION) \
+		bash hack/differential.sh
 
 # Regenerate the sim's protobuf field tables from the k8s.io/api struct tags (needs Go).
 sim-protobuf:

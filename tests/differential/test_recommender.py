@@ -290,7 +290,7 @@ async def test_recommendations_equal_upstream_including_after_a_restart_from_che
         await eventually(running, 120, "every pod running", cluster)
         procs = await _start_recommenders(cluster)
         await _both_looped(cluster, session)
-        await _step(cluster, session, 3 if REAL_BIN else 5)
+        await _step(cluster, session, 2 if REAL_BIN else 5)
         first, diffs = await _compare(cluster, "before the restart")
         if diffs and REAL_BIN:  # on real time a window may have begun between the last loops and the read
             await _both_looped(cluster, session)
@@ -313,7 +313,7 @@ async def test_recommendations_equal_upstream_including_after_a_restart_from_che
             cluster.procs.remove(p)
         procs = await _start_recommenders(cluster)
         await _both_looped(cluster, session)
-        await _step(cluster, session, 2 if REAL_BIN else 3)
+        await _step(cluster, session, 1 if REAL_BIN else 3)
         second, after = await _compare(cluster, "after the restart from checkpoints")
         kinds = collections.Counter(after)
         REPORT.parent.mkdir(parents=True, exist_ok=True)
