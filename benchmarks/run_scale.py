@@ -69,6 +69,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit
@@ -484,15 +485,19 @@ async def reset(k: Kube, baseline: dict[str, set[tuple[str, str]]]) -> str:
 
 
 async def load_cluster(vpas: int, pods: int, nodes: int, sim_nice: int, work: Path,
-                       tallies: list[Tally]) -> tuple[Cluster, Row]:
-    """Start `vpa sim`, create the Deployments and the VPAs, wait until every pod runs, every Deployment is
-    available and the cluster is quiet, and one metrics window more; the cluster and its table row."""
+                       tallies: list[Tally], sim_flags: tuple[str, ...] = (),
+                       vpas_of: Callable[[int], list[dict[str, Any]]] = lambda i: [_vpa(i)],
+                       ) -> tuple[Cluster, Row]:
+    """Start `vpa sim` (with `sim_flags` added), create the Deployments and the VPAs (`vpas_of(i)` for
+    Deployment i: one by default), wait until every pod runs, every Deployment is available and the cluster
+    is quiet, and one metrics window more; the cluster and its table row."""
     replicas = pods // vpas
     kubeconfig = work / "kubeconfig"
     niced = ["nice", "-n", str(sim_nice)] if sim_nice else []
     sim = await _spawn(
         [*niced, sys.executable, "-m", "vpa.cli", "sim", "--kubeconfig-out", str(kubeconfig),
-         "--nodes", str(nodes), "--node-cpu", "32", "--node-memory", "128Gi", "--time-scale", "1"],
+         "--nodes", str(nodes), "--node-cpu", "32", "--node-memory", "128Gi", "--time-scale", "1",
+         *sim_flags],
         work / "sim.log",
     )  # fmt: skip
 
@@ -519,7 +524,8 @@ async def load_cluster(vpas: int, pods: int, nodes: int, sim_nice: int, work: Pa
         for i in range(vpas)
     ])  # fmt: skip
     vpa_path = VPA_API + "/namespaces/bench-{}/verticalpodautoscalers"
-    await _gather_bounded([k.call("POST", vpa_path.format(i % NAMESPACES), _vpa(i)) for i in range(vpas)])
+    await _gather_bounded([k.call("POST", vpa_path.format(i % NAMESPACES), body)
+                           for i in range(vpas) for body in vpas_of(i)])
     want_pods = vpas * replicas
     await running.until(want_pods, f"{want_pods} running pods", sim, cluster.sim_log, 3600)
     await running.close()
