@@ -28,10 +28,10 @@ Priority and Fairness, as `vpa sim` does):
 
 - start to every VPA of the side recommended (the processes of both sides are started together; a watch,
   `control_plane.Tally`, follows each side's VPAs);
-- CPU-seconds per steady loop: the sum of utime + stime (`/proc/<pid>/stat`) of the side's processes
-  between the end of its recommender's second loop and the end of its third
-  (`vpa_recommender_execution_latency_seconds_count{step="total"}`, which upstream exposes too), and that
-  window's wall length (the loop interval, 1 min by default on both);
+- CPU-seconds per steady loop: the sum of utime + stime (`/proc/<pid>/stat`) of the side's processes over
+  one loop interval (1 min, both sides' default) from the end of its recommender's second loop
+  (`vpa_recommender_execution_latency_seconds_count{step="total"}`, which upstream exposes too), with the
+  number of loops that ended in that window;
 - API requests in that window: counted by `vpa sim` by user agent (counting-only faults, no error and no
   latency, matching `recommender/`, `updater/`, `admission-controller/` — client-go's default user agents
   of upstream's binaries — and `vpa/`, ours), so that both sides are counted the same way; ours's own
@@ -109,6 +109,8 @@ ours is `vpa/<version>`): `vpa sim` counts the requests matching each."""
 WARMUP_PER_CONNECTION: Final = 20
 REVIEWS_C1: Final = 1000
 REVIEWS_PER_CONNECTION_C32: Final = 100
+INTERVAL_S: Final = 60.0
+"""Both recommenders' default `--recommender-interval` (1 min)."""
 
 
 def _vpa(i: int, side: str) -> dict[str, Any]:
@@ -217,6 +219,7 @@ class Side:
     loop_cpu_s: float | None = None
     loop_cpu_by_process: dict[str, float] = dataclasses.field(default_factory=dict)
     loop_wall_s: float | None = None
+    loops_in_window: float | None = None
     loop_requests: int | None = None
     loop_requests_own: float | None = None
     """Ours only: its `rest_client_requests_total` over the same window."""
@@ -315,27 +318,31 @@ async def _loops(session: aiohttp.ClientSession, side: Side) -> float:
 
 
 async def _steady_loop(c: Cluster, session: aiohttp.ClientSession, side: Side, limit_s: float) -> None:
-    """CPU, wall and requests between the end of the side's second recommender loop and of its third."""
+    """CPU and requests over one loop interval (`INTERVAL_S`) from the end of the side's second recommender
+    loop. A fixed interval, not end of loop to end of loop: the loop after the first can be stretched by the
+    other side's first loop on a shared machine, and a loop that overruns its interval would be counted
+    whole."""
     deadline = time.monotonic() + limit_s
-
-    async def reach(n: float) -> None:
-        while await _loops(session, side) < n:
-            if side.exited():
-                raise RuntimeError(f"{side.name}: {side.exited()} exited")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"{side.name}: no loop {n:.0f} within {limit_s:.0f} s")
-            await asyncio.sleep(0.5)
-
-    await reach(2)
+    while await _loops(session, side) < 2:
+        if side.exited():
+            raise RuntimeError(f"{side.name}: {side.exited()} exited")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{side.name}: no second loop within {limit_s:.0f} s")
+        await asyncio.sleep(0.5)
+    before = await _scrape(session, side.metrics_url)
     cpu_before, wall_before = cpu_seconds(side.pids()), time.monotonic()
     requests_before = (await _requests_by_side(c))[side.name]
-    own_before = _metric(await _scrape(session, side.metrics_url), "rest_client_requests_total")
-    await reach(3)
+    await asyncio.sleep(INTERVAL_S)
     cpu_after, side.loop_wall_s = cpu_seconds(side.pids()), time.monotonic() - wall_before
     side.loop_requests = (await _requests_by_side(c))[side.name] - requests_before
+    after = await _scrape(session, side.metrics_url)
+    if side.exited():
+        raise RuntimeError(f"{side.name}: {side.exited()} exited")
+    side.loops_in_window = _metric(after, LOOPS, TOTAL) - _metric(before, LOOPS, TOTAL)
     if side.name == OURS:
-        own_after = _metric(await _scrape(session, side.metrics_url), "rest_client_requests_total")
-        side.loop_requests_own = own_after - own_before
+        side.loop_requests_own = _metric(after, "rest_client_requests_total") - _metric(
+            before, "rest_client_requests_total"
+        )
     side.loop_cpu_by_process = {
         name: cpu_after.get(name, 0.0) - cpu_before.get(name, 0.0) for name in cpu_after
     }
@@ -432,9 +439,9 @@ def phase_rows(sides: dict[str, Side]) -> list[tuple[str, str, str, str]]:
             "",
         ),
         (
-            "… that loop's window (wall)",
-            fmt(up.loop_wall_s, ".1f", " s"),
-            fmt(ours.loop_wall_s, ".1f", " s"),
+            "… the window (wall), recommender loops that ended in it",
+            f"{fmt(up.loop_wall_s, '.1f', ' s')}, {fmt(up.loops_in_window, '.0f', '')}",
+            f"{fmt(ours.loop_wall_s, '.1f', ' s')}, {fmt(ours.loops_in_window, '.0f', '')}",
             "",
         ),
         (
@@ -511,7 +518,12 @@ async def run(vpas: int, pods: int, nodes: int, equal: tuple[float, float] | Non
         cluster, loaded = await load_cluster(
             vpas, pods, nodes, sim_nice, work, tallies, sim_flags, _both_vpas
         )
-        print(f"cluster: {loaded[1]}; {loaded[2]}; loaded in {time.monotonic() - started:.0f} s", flush=True)
+        # load_cluster's row counts Deployments as VPAs: here each Deployment has one VPA per side.
+        print(
+            f"cluster: {loaded[1]}; {vpas:,} Deployments, {2 * vpas:,} VPAs ({vpas:,} per side), "
+            f"{nodes:,} nodes; loaded in {time.monotonic() - started:.0f} s",
+            flush=True,
+        )
         await _counting_faults(cluster)
         baseline = await cluster_objects(cluster.kube)
         for n, (title, extra, ours_extra) in enumerate(phases):
