@@ -8,8 +8,10 @@ Owns: the three writes the updater makes to pods and how their answers are class
   the decision and the call is never evicted by mistake (upstream sends no precondition).
 - `resize`: a JSON Patch (`application/json-patch+json`) to `pods/<name>/resize`. A 403 whose Status
   carries a cause of type `NodeCapacity` or `UnsupportedPlatform` (Kubernetes ≥ 1.36 `PodResizeValidator`:
-  the resize can never fit the node, or the node's OS cannot resize) is `Outcome.INFEASIBLE`;
-  any other refusal by the API server is `Outcome.REJECTED` (422 QoS change, 409, other 403s). The patch
+  the resize can never fit the node, or the node's OS cannot resize) is `Outcome.INFEASIBLE`; a 403 from
+  the authorizer about the caller (RBAC, also for a few seconds after a kube-apiserver restart) is
+  `Outcome.FAILED` like a transient error, never a reason to evict instead; any other refusal by the API
+  server is `Outcome.REJECTED` (422 QoS change, 409, an admission plugin's 403). The patch
   only `add`s absolute values, so sending it twice is harmless: 429, 5xx and transport errors are retried
   by the client, and if they persist the result is `Outcome.FAILED` — transient, not a refusal (AEP-8818:
   "patch fails with transient error → do nothing, retry next loop"; upstream treats it as a failed
@@ -84,6 +86,13 @@ def has_cause(error: ApiError, cause_type: str) -> bool:
     )
 
 
+def _unauthorized(error: ApiError) -> bool:
+    """A 403 from the authorizer about the caller (`User "..." cannot patch resource "pods/resize"`), not an
+    admission plugin's refusal of this resize: after a kube-apiserver restart RBAC answers so for a few
+    seconds, and evicting the pod instead would turn that into a disruption."""
+    return error.status == 403 and " cannot patch resource " in error.message
+
+
 def _transient(error: ApiError) -> bool:
     return error.status == 0 or error.status >= 500 or error.status == 429
 
@@ -93,7 +102,7 @@ def classify_resize_error(error: ApiError) -> Outcome:
         return Outcome.GONE
     if error.status == 403 and (has_cause(error, NODE_CAPACITY) or has_cause(error, UNSUPPORTED_PLATFORM)):
         return Outcome.INFEASIBLE
-    if _transient(error):
+    if _transient(error) or _unauthorized(error):
         return Outcome.FAILED
     return Outcome.REJECTED
 

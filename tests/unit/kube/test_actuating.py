@@ -60,6 +60,18 @@ def test_resize_errors(status: int, causes: list[dict[str, Any]] | None, expecte
     assert classify_resize_error(_error(status, causes)) is expected
 
 
+def test_a_resize_the_authorizer_refuses_is_retried_not_evicted_for() -> None:
+    # RBAC answers so for a few seconds after a kube-apiserver restart: a failure of the caller, not a
+    # refusal of the resize, so InPlaceOrRecreate must not fall back to eviction.
+    message = (
+        'pods "web" is forbidden: User "system:serviceaccount:kube-system:vpa" cannot patch resource '
+        '"pods/resize" in API group "" in the namespace "default"'
+    )
+    body = {"kind": "Status", "status": "Failure", "code": 403, "reason": "Forbidden", "message": message,
+            "details": {"name": "web", "kind": "pods"}}
+    assert classify_resize_error(ApiError.from_response(403, orjson.dumps(body))) is Outcome.FAILED
+
+
 @pytest.mark.parametrize(
     ("status", "expected"),
     [(429, Outcome.BLOCKED), (404, Outcome.GONE), (409, Outcome.REJECTED), (500, Outcome.FAILED)],
