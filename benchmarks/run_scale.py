@@ -738,20 +738,30 @@ async def run(vpas: int, pods: int, nodes: int, first_only: bool = False, run_ar
             if many:
                 _print_rows(f"run {n}: {command.label} ({'ok' if m.ok else 'MISS'})", reset_rows + rows)
     except BaseException:
-        # The processes' logs outlive a failed run (the work folder is removed below).
-        kept = Path(tempfile.mkdtemp(prefix="vpa-bench-run-scale-failed-"))
-        for log in await asyncio.to_thread(lambda: list(work.glob("*.log"))):
-            shutil.copy(log, kept / log.name)
+        kept = await asyncio.to_thread(keep_logs, work, "run-scale")
         print(f"run_scale failed; the logs of vpa run and vpa sim are kept in {kept}", file=sys.stderr)
         raise
     finally:
-        for tally in tallies:
-            await tally.close()
-        if cluster is not None:
-            await cluster.kube.close()
-            await _stop(cluster.sim)
-        shutil.rmtree(work, ignore_errors=True)
+        await tear_down(cluster, tallies, work)
     return [loaded], results
+
+
+def keep_logs(work: Path, benchmark: str) -> Path:
+    """The processes' logs copied out of `work` (removed after every run) into a folder of their own."""
+    kept = Path(tempfile.mkdtemp(prefix=f"vpa-bench-{benchmark}-failed-"))
+    for log in work.glob("*.log"):
+        shutil.copy(log, kept / log.name)
+    return kept
+
+
+async def tear_down(cluster: Cluster | None, tallies: list[Tally], work: Path) -> None:
+    """The watches closed, the client closed, `vpa sim` stopped by PID, and `work` removed."""
+    for tally in tallies:
+        await tally.close()
+    if cluster is not None:
+        await cluster.kube.close()
+        await _stop(cluster.sim)
+    shutil.rmtree(work, ignore_errors=True)
 
 
 def _print_rows(title: str, rows: list[Row]) -> None:

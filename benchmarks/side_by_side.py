@@ -86,8 +86,10 @@ from benchmarks.run_scale import (
     _probe_context,
     _proc_status_mib,
     cluster_objects,
+    keep_logs,
     load_cluster,
     reset,
+    tear_down,
 )
 from tests.differential.harness import missing_binaries, upstream_bin, webhook_certs
 
@@ -540,18 +542,11 @@ async def run(vpas: int, pods: int, nodes: int, equal: tuple[float, float] | Non
                 phase_rows(sides),
             )
     except BaseException:
-        kept = Path(tempfile.mkdtemp(prefix="vpa-bench-side-by-side-failed-"))
-        for log in await asyncio.to_thread(lambda: list(work.glob("*.log"))):
-            shutil.copy(log, kept / log.name)
+        kept = await asyncio.to_thread(keep_logs, work, "side-by-side")
         print(f"side_by_side failed; the logs are kept in {kept}", file=sys.stderr)
         raise
     finally:
-        for tally in tallies:
-            await tally.close()
-        if cluster is not None:
-            await cluster.kube.close()
-            await _stop(cluster.sim)
-        shutil.rmtree(work, ignore_errors=True)
+        await tear_down(cluster, tallies, work)
     return 0
 
 
