@@ -13,9 +13,12 @@ Owns:
 - `hurt`: whether a guarded pod was hurt since the resize, and how (`Cause`): a container OOM-killed after it
   (`OOMKilled`), a restart count that rose (`Restarted`), or a pod that was Ready and is not any more
   (`NotReady`), checked in that order;
-- `revert_changes`: the resize back — each changed container's values before the change, or the
+- `reverted_resources` and `revert_changes`: the resize back, of only what can have hurt — memory of the
+  containers OOM-killed for `OOMKilled`; for `Restarted` (the restarted containers) and `NotReady` (every
+  changed container), each resource the resize lowered — to its value before the change, or the
   recommendation's upper bound when that is higher (the limit then kept in proportion, as admission would),
-  the upper bound capped at the node's allocatable when known;
+  the upper bound capped at the node's allocatable when known; every other value stays what the pod has,
+  and nothing is put below the pod's current value;
 - `Backoff`: per controller and container, the time until which decreases are held after a revert —
   the base (`--resize-guard-backoff`, 1 h by default), doubled by each further revert, at most 24 h;
 - `ResizeGuard`: the loop's state (guarded resizes by pod uid, evictions awaiting their replacement,
@@ -37,7 +40,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Final, NamedTuple
@@ -133,27 +136,71 @@ def guard(pod: PodView, decision: PodDecision, vpa_key: str, now: float, window_
     )
 
 
+def _oom_killed(record: GuardedResize, pod: PodView, name: str) -> bool:
+    """Container `name` is OOM-killed now, or its last termination was an OOM kill since the resize."""
+    status = pod.container_status(name)
+    if status is None:
+        return False
+    killed_now = status.state == "terminated" and status.state_reason == OOM_KILLED_REASON
+    killed_before = (
+        status.last_terminated_reason == OOM_KILLED_REASON
+        and status.last_terminated_at is not None
+        and status.last_terminated_at >= record.at
+    )
+    return killed_now or killed_before
+
+
+def _restarted(record: GuardedResize, pod: PodView, name: str) -> bool:
+    status = pod.container_status(name)
+    return status is not None and status.restart_count > record.containers[name].restart_count
+
+
 def hurt(record: GuardedResize, pod: PodView) -> tuple[Cause, str] | None:
     """(cause, which container) when the pod was hurt since the resize, else None."""
     for name in record.containers:
-        status = pod.container_status(name)
-        if status is None:
-            continue
-        killed_now = status.state == "terminated" and status.state_reason == OOM_KILLED_REASON
-        killed_before = (
-            status.last_terminated_reason == OOM_KILLED_REASON
-            and status.last_terminated_at is not None
-            and status.last_terminated_at >= record.at
-        )
-        if killed_now or killed_before:
+        if _oom_killed(record, pod, name):
             return Cause.OOM_KILLED, name
-    for name, before in record.containers.items():
-        status = pod.container_status(name)
-        if status is not None and status.restart_count > before.restart_count:
+    for name in record.containers:
+        if _restarted(record, pod, name):
             return Cause.RESTARTED, name
     if record.ready and not _ready(pod):
         return Cause.NOT_READY, ""
     return None
+
+
+def _lowered(record: GuardedResize, name: str) -> frozenset[str]:
+    """The resources whose request or limit the resize set below the value before it."""
+    before = record.containers[name]
+    set_requests, set_limits = record.after[name]
+    out = set()
+    for resource in _RESOURCES:
+        for old, new in ((before.requests.get(resource), set_requests.get(resource)),
+                         (before.limits.get(resource), set_limits.get(resource))):
+            if old is not None and new is not None and new < old:
+                out.add(resource)
+    return frozenset(out)
+
+
+def reverted_resources(record: GuardedResize, pod: PodView, cause: Cause) -> dict[str, frozenset[str]]:
+    """Per container, what a revert for `cause` puts back: only what can have hurt.
+
+    - `OOMKilled`: memory, where the resize lowered it, of the containers OOM-killed since the resize (an
+      OOM kill says nothing about CPU; putting CPU back up too, to an upper bound that little history makes
+      as large as the node, takes from the node what nothing asked for);
+    - `Restarted` (not an OOM kill: a failed liveness probe, a crash): the restarted containers' resources
+      the resize lowered; `NotReady`: every changed container's. Neither says which resource hurt (CPU
+      starvation shows as slow or failed probes, memory pressure too), so each lowered one goes back.
+
+    A resource the resize raised is never put back down: lowering it cannot help a hurt pod."""
+    if cause is Cause.OOM_KILLED:
+        return {name: _lowered(record, name) & {MEMORY}
+                for name in record.containers if _oom_killed(record, pod, name)}
+    names = (
+        [name for name in record.containers if _restarted(record, pod, name)]
+        if cause is Cause.RESTARTED
+        else list(record.containers)
+    )
+    return {name: _lowered(record, name) for name in names}
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,9 +275,12 @@ def revert_changes(
     pod: PodView,
     recommendation: Recommendation | None,
     ceiling: Resources | None = None,
+    scope: Mapping[str, Collection[str]] | None = None,
 ) -> list[Change]:
-    """The changes that undo the resize: back to the values before it, or up to the recommendation's upper
-    bound where that is higher (the limit kept in proportion). Values the resize did not touch stay.
+    """The changes that undo the resize where it hurt: back to the values before it, or up to the
+    recommendation's upper bound where that is higher (the limit kept in proportion). Only the resources of
+    `scope` (container → resources, `reverted_resources`; None: every resource the resize lowered) are
+    touched; every other value stays what the pod has now. A revert never lowers a value below the pod's.
 
     `ceiling` (the node's allocatable, when known) caps the upper bound: with little history the upper
     bound can be many times the node, and a revert the kubelet answers Infeasible undoes nothing."""
@@ -239,10 +289,10 @@ def revert_changes(
         before = record.containers.get(container.name)
         if before is None:
             continue
-        set_requests, set_limits = record.after[container.name]
+        resources = scope.get(container.name, ()) if scope is not None else _lowered(record, container.name)
         rec = recommendation.for_container(container.name) if recommendation is not None else None
         for resource in _RESOURCES:
-            if set_requests.get(resource) is None and set_limits.get(resource) is None:
+            if resource not in resources:
                 continue
             old_request, old_limit = before.requests.get(resource), before.limits.get(resource)
             request = old_request
@@ -255,8 +305,8 @@ def revert_changes(
                 request = upper
                 scaled = proportional_limit(old_limit, old_request, upper)
                 limit = scaled if scaled is not None else old_limit
-            new_request = request if request != container.requests.get(resource) else None
-            new_limit = limit if limit is not None and limit != container.limits.get(resource) else None
+            new_request = _raised(request, container.requests.get(resource))
+            new_limit = _raised(limit, container.limits.get(resource))
             if new_request is None and new_limit is None:
                 continue
             changes.append(
@@ -270,6 +320,14 @@ def revert_changes(
                 )
             )
     return changes
+
+
+def _raised(value: int | None, current: int | None) -> int | None:
+    """`value` when it is above `current` (or the pod has none), else None: a revert only puts values back
+    up (a pod already at or above them, resized since, is left as it is)."""
+    if value is None or (current is not None and value <= current):
+        return None
+    return value
 
 
 def describe(changes: Sequence[ContainerChange]) -> str:
@@ -422,7 +480,8 @@ class ResizeGuard:
             del self.records[uid]
             cause, container = found
             ceiling = ceiling_for(pod) if ceiling_for is not None else None
-            changes = revert_changes(record, pod, recommendation_for(record), ceiling)
+            scope = reverted_resources(record, pod, cause)
+            changes = revert_changes(record, pod, recommendation_for(record), ceiling, scope)
             group = group_key(pod)
             held_until = now
             if group is not None:

@@ -396,3 +396,107 @@ def test_a_recreate_plan_holds_evictions_that_would_decrease_during_the_backoff(
     later = plan_vpa(v, pods, dataclasses.replace(inputs, now=NOW + BACKOFF_BASE_S))
     (decision,) = [d for d in later.decisions if d.pod.name == "web-1"]
     assert decision.action is Action.EVICT, decision.explain()
+
+
+# --- a revert puts back only what can have hurt (the OOM-killed containers' memory, a lowered value) -------
+
+# app and side: CPU 1000m → 250m, memory 512Mi / 1Gi → 256Mi / 512Mi (`_LOWER_BOTH`); side's CPU raised to
+# 2000m instead (`_RAISE_SIDE_CPU`), or only side's CPU lowered (`_LOWER_SIDE_CPU`).
+_TWO = [ctr(name, cpu="1000m", mem="512Mi", mem_limit="1Gi") for name in ("app", "side")]
+_LOWERED = (Resources(250, 256 * MI), Resources(None, 512 * MI))
+_LOWER_BOTH = PodDecision(
+    pod("web-1", _TWO), Action.RESIZE, Reason.SIGNIFICANT_CHANGE,
+    changes=(ContainerChange(0, "app", *_LOWERED, False), ContainerChange(1, "side", *_LOWERED, False)),
+)  # fmt: skip
+_RAISE_SIDE_CPU = PodDecision(
+    pod("web-1", _TWO), Action.RESIZE, Reason.SIGNIFICANT_CHANGE,
+    changes=(ContainerChange(0, "app", *_LOWERED, False),
+             ContainerChange(1, "side", Resources(2000, 256 * MI), Resources(None, 512 * MI), False)),
+)  # fmt: skip
+_LOWER_SIDE_CPU = PodDecision(
+    pod("web-1", _TWO), Action.RESIZE, Reason.SIGNIFICANT_CHANGE,
+    changes=(ContainerChange(0, "app", *_LOWERED, False),
+             ContainerChange(1, "side", Resources(250, None), Resources(), False)),
+)  # fmt: skip
+_LOW = ctr("app", cpu="250m", mem="256Mi", mem_limit="512Mi")
+_SIDE_LOW = ctr("side", cpu="250m", mem="256Mi", mem_limit="512Mi")
+_SIDE_RAISED = ctr("side", cpu="2000m", mem="256Mi", mem_limit="512Mi")
+# Upper bounds far above the node: CPU is capped at the node's 4000m, memory at 1Gi is below it.
+_UPPER = Recommendation(tuple(
+    RecommendedContainerResources(name, Resources(250, 256 * MI), upper_bound=Resources(64_000, 1024 * MI))
+    for name in ("app", "side")
+))  # fmt: skip
+_NODE = Resources(4000, 16 * 1024 * MI)
+_MEM_UP = (1024 * MI, 2048 * MI)  # the upper bound, the limit in proportion
+_CPU_UP = (4000, None)  # the upper bound capped at the node; no CPU limit
+
+
+def _statuses(p: PodView, **by_name: dict[str, Any]) -> PodView:
+    statuses = tuple(
+        dataclasses.replace(s, **by_name[s.name]) if s.name in by_name else s for s in p.container_statuses
+    )
+    return dataclasses.replace(p, container_statuses=statuses)
+
+
+_OOM = {"last_terminated_reason": "OOMKilled", "last_terminated_at": NOW - 10, "restart_count": 1}
+_CRASH = {"last_terminated_reason": "Error", "last_terminated_at": NOW - 10, "restart_count": 1}
+
+
+@pytest.mark.parametrize(
+    ("decision", "side", "hurt_by", "ready", "expected"),
+    [
+        # An OOM kill puts back that container's memory only: CPU stays at 250m (it went to 4000m before).
+        (_LOWER_BOTH, _SIDE_LOW, {"app": _OOM}, True, {("app", "memory"): _MEM_UP}),
+        # ... and only the killed containers': side was lowered too, but not killed.
+        (_LOWER_BOTH, _SIDE_LOW, {"app": _OOM, "side": _OOM}, True,
+         {("app", "memory"): _MEM_UP, ("side", "memory"): _MEM_UP}),
+        # A restart that is no OOM kill says nothing about which resource: the restarted container's
+        # lowered ones go back.
+        (_LOWER_BOTH, _SIDE_LOW, {"side": _CRASH}, True,
+         {("side", "cpu"): _CPU_UP, ("side", "memory"): _MEM_UP}),
+        # Not Ready: every changed container's lowered resources ...
+        (_LOWER_BOTH, _SIDE_LOW, {}, False, {
+            ("app", "cpu"): _CPU_UP, ("app", "memory"): _MEM_UP,
+            ("side", "cpu"): _CPU_UP, ("side", "memory"): _MEM_UP,
+        }),
+        # ... but a resource the resize raised (side's CPU, 1000m → 2000m) is never put back down.
+        (_RAISE_SIDE_CPU, _SIDE_RAISED, {}, False, {
+            ("app", "cpu"): _CPU_UP, ("app", "memory"): _MEM_UP, ("side", "memory"): _MEM_UP,
+        }),
+        # An OOM kill of a container whose memory the resize did not touch: nothing to put back.
+        (_LOWER_SIDE_CPU, ctr("side", cpu="250m", mem="512Mi", mem_limit="1Gi"), {"side": _OOM}, True, {}),
+    ],
+    ids=["oom-memory-only", "oom-killed-containers-only", "restart-lowered", "not-ready-lowered",
+         "not-ready-never-lowers", "oom-unchanged-memory"],
+)  # fmt: skip
+def test_a_revert_puts_back_only_what_can_have_hurt(
+    decision: PodDecision,
+    side: dict[str, Any],
+    hurt_by: dict[str, dict[str, Any]],
+    ready: bool,
+    expected: dict[tuple[str, str], tuple[int, int | None]],
+) -> None:
+    state = ResizeGuard()
+    state.watch(_ready(pod("web-1", _TWO), True), decision, "default/web", RESIZED_AT, 600)
+    now_pod = _statuses(_ready(pod("web-1", [_LOW, side]), ready), **hurt_by)
+    reverts = state.check({BEFORE.uid: now_pod}, lambda _: _UPPER, NOW, lambda _: _NODE)
+    if not expected:
+        assert reverts == []
+        assert state.held(now_pod, NOW + 1)  # nothing sent, the backoff holds all the same
+        return
+    (revert,) = reverts
+    got = {
+        (change.name, resource): (change.requests.get(resource), change.limits.get(resource))
+        for change in revert.decision.changes
+        for resource in ("cpu", "memory")
+        if change.requests.get(resource) is not None or change.limits.get(resource) is not None
+    }
+    assert got == expected
+
+
+def test_a_revert_leaves_values_the_pod_already_has_above_it() -> None:
+    # Lowered to 256Mi, OOM-killed, then raised to 2Gi / 4Gi by someone else: nothing left to put back.
+    state = ResizeGuard()
+    state.watch(_ready(BEFORE, True), DOWN, "default/web", RESIZED_AT, 600)
+    above = _oom(pod("web-1", [ctr("app", mem="2Gi", mem_limit="4Gi")]), NOW - 10)
+    assert state.check({BEFORE.uid: above}, lambda _: None, NOW) == []
