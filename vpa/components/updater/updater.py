@@ -125,6 +125,12 @@ log = structlog.get_logger(__name__)
 COMPONENT: Final = "updater"
 
 
+def _worth_retrying(result: Result) -> bool:
+    """A failed write worth sending again next pass: `Outcome.FAILED` (no answer, 5xx, 429 after the
+    client's retries, the authorizer's 403 after a kube-apiserver restart) or a 409 conflict."""
+    return result.outcome is Outcome.FAILED or result.status == 409
+
+
 class NodeListing(Protocol):
     def list(self) -> list[NodeView]: ...
 
@@ -499,7 +505,7 @@ class Updater:
         self.guard.forget_before(now)
         if self._reverted:
             await self._keep_reverted_conditions(active, now)
-        if not self.guard.records and not self.guard.evictions:
+        if not self.guard.records and not self.guard.evictions and not self.guard.retries:
             return set()
         pods = {pod.uid: pod for entry in work.values() for pod in entry.pods}
         owners = {pod.uid: entry for entry in work.values() for pod in entry.pods}
@@ -519,6 +525,8 @@ class Updater:
             entry = owners.get(revert.record.uid)
             if entry is None:
                 continue
+            if revert.failed and not guard_enabled(self.gates, entry.vpa):
+                continue  # the VPA no longer asks for the guard: a failed revert is not tried again
             await self._revert(entry, revert)
             reverted.add(revert.record.uid)
         return reverted
@@ -532,13 +540,23 @@ class Updater:
             return
         result = await self.actuator.resize(pod.namespace, pod.name, operations)
         if not result.ok:
+            again = _worth_retrying(result)
             log.warning("pod_resize_revert_failed", pod=pod.key, cause=revert.cause.value,
-                        error=result.message, held_until=revert.held_until)
+                        outcome=result.outcome.value, status=result.status, error=result.message,
+                        attempt=revert.failed + 1, retried_next_pass=again, held_until=revert.held_until)
             if result.outcome is Outcome.GONE:
                 return
+            refused = f"{result.outcome.value}: {result.message}"
+            if again:
+                # Transient: sent again on the next passes while the pod is still hurt. The VPA hears of
+                # the first failure only; a later success says "resized back".
+                self.guard.retry(revert, self.clock.now(), guard_window_s(vpa.annotations))
+                if revert.failed:
+                    return
+                refused += " (tried again on the next passes)"
             # Refused (say, a recreated pod the cluster cannot resize in place): the backoff still holds
             # its decreases, and the VPA says so.
-            message = revert.message(refused=f"{result.outcome.value}: {result.message}")
+            message = revert.message(refused=refused)
         else:
             self.attempts[pod.uid] = ResizeAttempt(self.clock.now(), resource_version=pod.resource_version)
             self.metrics.resize_reverts.labels(cause=revert.cause.value, vpa_name=vpa.name,

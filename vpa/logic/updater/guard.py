@@ -22,16 +22,21 @@ Owns:
 - `Backoff`: per controller and container, the time until which decreases are held after a revert —
   the base (`--resize-guard-backoff`, 1 h by default), doubled by each further revert, at most 24 h;
 - `ResizeGuard`: the loop's state (guarded resizes by pod uid, evictions awaiting their replacement,
-  backoffs), with `watch` (after a resize was sent), `watch_eviction` (after an eviction), `check` (each
-  pass: replacements adopted, reverts due, records past their window or whose pod is gone forgotten) and
-  `held` (the decreases a plan must not make now);
+  backoffs, reverts to try again), with `watch` (after a resize was sent), `watch_eviction` (after an
+  eviction), `check` (each pass: replacements adopted, reverts due, records past their window or whose pod
+  is gone forgotten), `retry` (after a revert failed transiently) and `held` (the decreases a plan must not
+  make now);
 - `evicting_would_decrease`: the held containers an eviction would lower (the webhook applies the whole
   recommendation to the new pod, so such an eviction waits for the backoff);
 - `with_reverted_condition`: the VPA's conditions with `ResizeReverted` naming pod, cause and values.
 
 Reverts are not guarded themselves, so a revert never triggers another; the backoff keeps VPA and workload
 from oscillating. A recreated pod is reverted in place too; when the API refuses that resize, the backoff
-still holds and the loop says so in the same event and condition.
+still holds and the loop says so in the same event and condition. A revert that failed transiently
+(`ResizeGuard.retry`) is due again on the next passes, for one more window, while its pod is still hurt.
+
+Size: just over 600 lines because every step above (record, hurt, revert, backoff, hold) works on
+`GuardedResize` and `ResizeGuard`'s state; split up, each part would import the others'.
 
 Must not: call the API, read the clock (callers pass `now`), emit events or metrics, or read feature gates.
 """
@@ -378,6 +383,8 @@ class Revert:
     container: str
     values: str
     held_until: float
+    failed: int = 0
+    """How many times sending this revert failed transiently before (0: its first attempt)."""
 
     def message(self, refused: str = "") -> str:
         """The Warning event's and the `ResizeReverted` condition's message (it says "revert"). `refused`: why
@@ -411,6 +418,8 @@ class ResizeGuard:
     """Evictions for guarded VPAs whose replacement pod has not been seen yet (one window at most)."""
     backoff_base_s: float = BACKOFF_BASE_S
     """The first revert's backoff (`--resize-guard-backoff`); each further revert doubles it."""
+    retries: dict[str, tuple[Revert, float]] = field(default_factory=dict)
+    """Pod uid → a revert whose resize failed transiently, and until when it is tried again."""
 
     def watch(self, pod: PodView, decision: PodDecision, vpa_key: str, now: float, window_s: float) -> None:
         """Guard a resize that was just sent (not a revert: reverts are never guarded). A pod resized again
@@ -459,13 +468,28 @@ class ResizeGuard:
         now: float,
         ceiling_for: Callable[[PodView], Resources | None] | None = None,
     ) -> list[Revert]:
-        """Reverts due now. Replacement pods of guarded evictions are adopted first. Records whose pod is
-        gone or whose window ended are forgotten; a hurt pod's record is replaced by its revert, and each
-        changed container's backoff grows."""
+        """Reverts due now. Replacement pods of guarded evictions are adopted first. Reverts to try again
+        (`retry`) come back while their pod lives and is still hurt. Records whose pod is gone or whose
+        window ended are forgotten; a hurt pod's record is replaced by its revert, and each changed
+        container's backoff grows."""
         if self.evictions:
             self._adopt(pods, now)
         reverts: list[Revert] = []
+        for uid, (failed, until) in list(self.retries.items()):
+            del self.retries[uid]
+            pod = pods.get(uid)
+            if pod is None or pod.deletion_timestamp is not None or now >= until:
+                continue
+            found = hurt(failed.record, pod)
+            if found is None:
+                continue  # no longer hurt (Ready again): nothing to undo, the backoff still holds
+            again = _revert(failed.record, pod, found, recommendation_for, ceiling_for, failed.held_until)
+            if again is not None:
+                reverts.append(dataclasses.replace(again, failed=failed.failed + 1))
+        retried = {revert.record.uid for revert in reverts}
         for uid, record in list(self.records.items()):
+            if uid in retried:
+                continue  # resized since the failed revert; the retry comes first
             pod = pods.get(uid)
             if pod is None or pod.deletion_timestamp is not None:
                 del self.records[uid]
@@ -478,24 +502,23 @@ class ResizeGuard:
                     del self.records[uid]
                 continue
             del self.records[uid]
-            cause, container = found
-            ceiling = ceiling_for(pod) if ceiling_for is not None else None
-            scope = reverted_resources(record, pod, cause)
-            changes = revert_changes(record, pod, recommendation_for(record), ceiling, scope)
             group = group_key(pod)
             held_until = now
             if group is not None:
                 for name in record.containers:
                     backoff = self.backoffs.setdefault(BackoffKey(group, name), Backoff())
                     held_until = max(held_until, backoff.note(now, self.backoff_base_s))
-            if not changes:
-                continue  # already back (someone else restored it): nothing to send, the backoff still holds
-            grouped = by_container(changes)
-            decision = PodDecision(
-                pod, Action.RESIZE, Reason.RESIZE_REVERTED, changes=grouped, detail=f"{cause.value}"
-            )
-            reverts.append(Revert(record, decision, cause, container, describe(grouped), held_until))
+            revert = _revert(record, pod, found, recommendation_for, ceiling_for, held_until)
+            if revert is not None:  # None: already back (someone restored it); the backoff still holds
+                reverts.append(revert)
         return reverts
+
+    def retry(self, revert: Revert, now: float, window_s: float) -> None:
+        """`revert`'s resize failed transiently (no answer, 5xx, 429, a conflict, the authorizer's 403 for a
+        few seconds after a kube-apiserver restart): `check` returns it again on each pass for `window_s`
+        from now, recomputed from the pod as it is then, while the pod lives and is still hurt. Its backoff
+        was counted when it first came due and is not counted again."""
+        self.retries[revert.record.uid] = (revert, now + window_s)
 
     def held(self, pod: PodView, now: float) -> dict[str, float]:
         """Container → until when the pod's decreases are held back by a revert's backoff."""
@@ -513,6 +536,26 @@ class ResizeGuard:
         """Drop backoffs that ended a day ago or more (the doubling starts over after a quiet day)."""
         for key in [k for k, b in self.backoffs.items() if b.until + BACKOFF_MAX_S <= now]:
             del self.backoffs[key]
+
+
+def _revert(
+    record: GuardedResize,
+    pod: PodView,
+    found: tuple[Cause, str],
+    recommendation_for: Callable[[GuardedResize], Recommendation | None],
+    ceiling_for: Callable[[PodView], Resources | None] | None,
+    held_until: float,
+) -> Revert | None:
+    """The revert of `record` for the hurt `found`, or None when the pod already has its values."""
+    cause, container = found
+    ceiling = ceiling_for(pod) if ceiling_for is not None else None
+    scope = reverted_resources(record, pod, cause)
+    changes = revert_changes(record, pod, recommendation_for(record), ceiling, scope)
+    if not changes:
+        return None
+    grouped = by_container(changes)
+    decision = PodDecision(pod, Action.RESIZE, Reason.RESIZE_REVERTED, changes=grouped, detail=cause.value)
+    return Revert(record, decision, cause, container, describe(grouped), held_until)
 
 
 def hold_backed_off_decreases(

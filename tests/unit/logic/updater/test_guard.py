@@ -500,3 +500,50 @@ def test_a_revert_leaves_values_the_pod_already_has_above_it() -> None:
     state.watch(_ready(BEFORE, True), DOWN, "default/web", RESIZED_AT, 600)
     above = _oom(pod("web-1", [ctr("app", mem="2Gi", mem_limit="4Gi")]), NOW - 10)
     assert state.check({BEFORE.uid: above}, lambda _: None, NOW) == []
+
+
+# --- a revert whose resize failed transiently is tried again ----------------------------------------------
+
+
+def _failed_revert(state: ResizeGuard, hurt_pod: PodView) -> None:
+    state.watch(_ready(BEFORE, True), DOWN, "default/web", RESIZED_AT, 600)
+    (revert,) = state.check({BEFORE.uid: hurt_pod}, lambda _: None, NOW)
+    state.retry(revert, NOW, 600)  # the loop's resize answered 503
+
+
+def test_a_failed_revert_is_tried_again_on_the_next_passes() -> None:
+    state = ResizeGuard()
+    hurt_pod = _oom(AFTER, NOW - 10)
+    _failed_revert(state, hurt_pod)
+    (again,) = state.check({BEFORE.uid: hurt_pod}, lambda _: None, NOW + 60)
+    assert (again.cause, again.failed, again.held_until) == (Cause.OOM_KILLED, 1, NOW + BACKOFF_BASE_S)
+    (change,) = again.decision.changes
+    assert (change.requests, change.limits) == (Resources(None, 512 * MI), Resources(None, 1024 * MI))
+    # the backoff was counted once, for the revert, not for each attempt
+    assert [b.reverts for b in state.backoffs.values()] == [1]
+    state.retry(again, NOW + 60, 600)  # failed again
+    (third,) = state.check({BEFORE.uid: hurt_pod}, lambda _: None, NOW + 120)
+    assert third.failed == 2
+    # that one went through: nothing more
+    assert state.check({BEFORE.uid: hurt_pod}, lambda _: None, NOW + 180) == []
+
+
+@pytest.mark.parametrize(
+    ("pods", "at"),
+    [
+        ({}, NOW + 60),  # the pod is gone
+        ({BEFORE.uid: _ready(AFTER, True)}, NOW + 60),  # Ready again: no longer hurt
+        ({BEFORE.uid: _ready(AFTER, False)}, NOW + 600),  # one window after the failure
+        ({BEFORE.uid: _ready(pod("web-1", [ctr("app", mem="1Gi", mem_limit="2Gi")]), False)}, NOW + 60),
+    ],
+    ids=["gone", "recovered", "window-over", "already-above"],
+)
+def test_a_failed_revert_is_dropped_once_there_is_nothing_to_undo(
+    pods: dict[str, PodView], at: float
+) -> None:
+    state = ResizeGuard()
+    _failed_revert(state, _ready(AFTER, False))  # the pod stopped being Ready
+    assert state.check(pods, lambda _: None, at) == []
+    assert state.retries == {}
+    assert state.check({BEFORE.uid: _ready(AFTER, False)}, lambda _: None, at + 1) == []
+    assert state.held(AFTER, at) == {"app": NOW + BACKOFF_BASE_S}  # the backoff holds all the same
