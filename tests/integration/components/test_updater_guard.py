@@ -1,11 +1,13 @@
 """The resize guard (gate `ResizeGuard`) through the real loop over HTTPS against
 `SimCluster(behaviour=True)`: a decrease the simulated runtime answers with an OOM kill is resized back —
-memory only — and a revert the API does not take for a transient reason is sent again on the next pass."""
+memory only — and a revert the API does not take for a transient reason is sent again on the next pass;
+a prompt pass for one VPA leaves the guard on the others' pods."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Awaitable, Callable
 
 import pytest
 
@@ -31,9 +33,11 @@ MEMORY = {"type": "spikes", "base": "200Mi", "height": "400Mi", "period_s": 3600
 USAGE = {"app": {"cpu": {"type": "constant", "value": "50m"}, "memory": MEMORY}}
 
 
-async def _lowered_and_oom_killed(env: UpdaterEnv) -> str:
+async def _lowered_and_oom_killed(
+    env: UpdaterEnv, before_the_kill: Callable[[], Awaitable[object]] | None = None
+) -> str:
     """A guarded InPlace VPA lowers app from 500m / 512Mi (limit 1Gi) to 100m / 256Mi (limit 512Mi) and the
-    runtime OOM-kills it; the pod's name."""
+    runtime OOM-kills it (after `before_the_kill`, when given); the pod's name."""
     app = container("app", cpu="500m", memory="512Mi", cpu_limit=None, memory_limit="1Gi")
     body = deployment("web", 1, app)
     body["spec"]["template"]["metadata"]["annotations"] = {ANNOTATION: json.dumps(USAGE)}
@@ -45,6 +49,12 @@ async def _lowered_and_oom_killed(env: UpdaterEnv) -> str:
     report = await env.run_once()
     (name,) = [key.split("/")[1] for key in report.resized]
     assert amounts(spec_resources(env.pods("web")[0])["requests"]) == res("100m", "256Mi")
+    if before_the_kill is not None:
+        await before_the_kill()
+    return await _oom_killed(env, str(name))
+
+
+async def _oom_killed(env: UpdaterEnv, name: str) -> str:
     for _ in range(120):
         await env.advance(5)
         pod = env.pod(name)
@@ -96,3 +106,19 @@ async def test_a_revert_that_failed_transiently_is_sent_again_next_pass(code: in
                           vpa_namespace="default") == 1
         messages = [m for _, reason, m in await env.event_reasons() if reason == "ResizeReverted"]
         assert any("; resized back to app: requests memory=536870912" in m for m in messages), messages
+
+
+async def test_a_prompt_pass_for_another_vpa_keeps_the_guard_on_this_one() -> None:
+    async with updater_env(gates=GATES) as env:
+        await env.create_deployment("api", 1)
+        await env.create_vpa(vpa("api", "api", "InPlace"), rec("app", cpu="500m", memory="256Mi"))
+
+        async def prompt_pass_for_api() -> None:
+            await env.sync()
+            await env.updater.run_prompt(["default/api"])
+
+        name = await _lowered_and_oom_killed(env, prompt_pass_for_api)
+        await env.run_once()
+        pod = env.pod(name)
+        assert pod is not None
+        assert amounts(spec_resources(pod)["requests"]) == res("100m", "512Mi")

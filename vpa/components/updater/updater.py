@@ -272,9 +272,10 @@ class Updater:
             if not wanted:
                 return report
             work, _ = await self._match(active)
-            work = {key: entry for key, entry in work.items() if key in wanted}
-            # A recommendation that changed because of an OOM kill: the guard's revert comes first.
+            # A recommendation that changed because of an OOM kill: the guard's revert comes first. It sees
+            # every matched pod, not only the wanted VPAs': a guarded pod it does not see counts as gone.
             reverted = await self._revert_hurt(work, active)
+            work = {key: entry for key, entry in work.items() if key in wanted}
             await self._plan(work, report)
             for entry in work.values():
                 if entry.plan is not None:
