@@ -238,6 +238,10 @@ async def test_a_refused_pod_level_resize_is_not_sent_again(mode: str) -> None:
             assert uids(live) == uids([before])  # never evicted; told why on the pod
             reasons = {reason for _, reason, _ in await env.event_reasons()}
             assert "PodLevelResizeUnsupported" in reasons
+            # Told once, not on each of the three loops that skipped it (each a PATCH of the Event's count).
+            events = env.store.list("events", "default")
+            (told,) = [e for e in events if e["reason"] == "PodLevelResizeUnsupported"]
+            assert told.get("count", 1) == 1, told
         else:
             assert uids(live) != uids([before])  # evicted once, recreated with the new values
             (after,) = live

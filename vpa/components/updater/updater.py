@@ -192,6 +192,7 @@ class Updater:
         self._loops = 0
         self.gate_off: Transitions[str] = Transitions()
         self.admission_stale: Transitions[str] = Transitions()
+        self.pod_level_unsupported: Transitions[str] = Transitions()  # pod uids, told once (loops only)
         # What the API server resizes in place besides containers (issue 42): read from `/version` at the
         # first pass, narrowed for the rest of the process by what it refuses (`_learn_refusal`).
         self.resize_features: ResizeFeatures | None = None
@@ -332,6 +333,7 @@ class Updater:
         await self._plan(work, report)
         self._observe("FilterPods", step)
         self._report_gate_off(report)
+        self._report_pod_level_unsupported(report)
         if reverted:
             # A pod resized back this pass is not resized again in the same pass.
             for entry in work.values():
@@ -400,6 +402,19 @@ class Updater:
             self.events.warning(vpa_ref(skipped[key]), IN_PLACE_GATE_OFF, IN_PLACE_GATE_OFF_MESSAGE)
         for key, loops in changes.left:
             log.info("vpa_no_longer_skipped_in_place_gate_off", vpa=key, skipped_loops=loops)
+
+    def _report_pod_level_unsupported(self, report: LoopReport) -> None:
+        """`InPlace` pods with pod-level resources the API server does not resize: an event on the pod when
+        it starts being skipped so, not on every loop that skips it (each would be one more API write for
+        the recorder's count). A pod that stops being skipped and is skipped again is told again."""
+        skipped = {
+            decision.pod.uid: decision.pod
+            for plan in report.plans if not plan.mode.evicts
+            for decision in plan.skipped if decision.reason is Reason.POD_LEVEL_RESIZE_UNSUPPORTED
+        }
+        for uid in self.pod_level_unsupported.update(skipped).entered:
+            self.events.normal(pod_ref(skipped[uid]), POD_LEVEL_RESIZE_UNSUPPORTED,
+                               POD_LEVEL_RESIZE_UNSUPPORTED_MESSAGE)
 
     def _observe(self, step: str, started: float) -> None:
         self.metrics.latency.labels(step=step).observe(time.perf_counter() - started)
@@ -659,9 +674,6 @@ class Updater:
                     self.events.normal(pod_ref(decision.pod), IN_PLACE_WOULD_NOT_FIT,
                                        f"In-place resize not sent: {decision.detail}")
             for decision in plan.skipped:
-                if decision.reason is Reason.POD_LEVEL_RESIZE_UNSUPPORTED and not plan.mode.evicts:
-                    self.events.normal(pod_ref(decision.pod), POD_LEVEL_RESIZE_UNSUPPORTED,
-                                       POD_LEVEL_RESIZE_UNSUPPORTED_MESSAGE)
                 if decision.reason is Reason.INFEASIBLE_CACHED:
                     self.events.normal(pod_ref(decision.pod), IN_PLACE_SKIPPED, IN_PLACE_SKIPPED_MESSAGE)
                     self.metrics.infeasible_skips.labels(
