@@ -4,6 +4,10 @@ admission-controller status Lease, LimitRanges, and `run_forever` (health and me
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable
+
+import pytest
+from structlog.testing import capture_logs
 
 from tests.integration.components.test_updater_support import (
     PDBS,
@@ -22,7 +26,8 @@ from tests.integration.components.test_updater_support import (
 )
 from vpa.components.updater import SKIPPED_ADMISSION_STALE
 from vpa.kube.actuating import Outcome
-from vpa.kube.leasing import format_micro_time
+from vpa.kube.errors import ServerError, TransportError
+from vpa.kube.leasing import DeadlineExceeded, format_micro_time
 from vpa.logic.updater.inplace import Action, Reason
 
 OUTSIDE = rec(cpu="200m", memory="256Mi", lower=("150m", "200Mi"), upper=("250m", "1Gi"))
@@ -261,3 +266,32 @@ async def test_run_forever_loops_every_interval_and_reports_activity() -> None:
             )
             == 2
         )
+
+
+@pytest.mark.parametrize(
+    ("error", "level"),
+    [
+        (TransportError("PATCH /api/v1/namespaces/default/pods/web-1: ClientConnectorError"), "warning"),
+        (ServerError(503, "ServiceUnavailable", "the server is currently unable to handle it"), "warning"),
+        (DeadlineExceeded("API call exceeded 60.000 s"), "warning"),
+        (RuntimeError("a bug"), "error"),
+    ],
+    ids=["connection-refused", "503", "deadline", "bug"],
+)
+async def test_a_failed_prompt_pass_is_one_warning_line_during_an_outage(
+    error: Exception, level: str
+) -> None:
+    async with updater_env() as env:
+        async def failing(keys: Iterable[str]) -> None:
+            raise error
+
+        env.updater.run_prompt = failing  # type: ignore[assignment,method-assign]
+        with capture_logs() as logs:
+            await env.updater._prompt(["default/web"])
+        (entry,) = [e for e in logs if e["event"] == "updater_prompt_pass_failed"]
+        assert entry["log_level"] == level
+        if level == "warning":
+            assert "exc_info" not in entry  # no traceback for an outage
+            assert entry["error"] == f"{type(error).__name__}: {error}"
+        else:
+            assert entry["exc_info"] is True

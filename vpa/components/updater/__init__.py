@@ -1,7 +1,8 @@
 """The updater: evictions and in-place resizes that apply recommendations (spec §4).
 
-`updater` is the loop, `unboost` ends startup boosts, `inputs` reads pods and VPAs, `running` wires it into
-the process; `events`, `metrics` and `reports` hold its names, collectors and reports.
+`updater` is the loop, `unboost` ends startup boosts, `inputs` reads pods and VPAs, `failures` logs a failed
+pass, `running` wires it into the process; `events`, `metrics` and `reports` hold its names, collectors and
+reports.
 
 Must not: import other components.
 """

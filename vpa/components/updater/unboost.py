@@ -12,6 +12,7 @@ import structlog
 
 from vpa.components.context import ComponentContext
 from vpa.components.updater.events import IN_PLACE_RESIZED, IN_PLACE_RESIZED_MESSAGE, UNBOOST_ERROR, pod_ref
+from vpa.components.updater.failures import log_pass_failure
 from vpa.components.updater.inputs import is_live, processed_recommendation, target_selector
 from vpa.components.updater.metrics import UpdaterMetrics, vpa_size_log2
 from vpa.components.updater.reports import UnboostReport
@@ -75,8 +76,8 @@ class Unbooster:
                 wake = (await self.run_once()).next_expiry
             except asyncio.CancelledError:
                 raise
-            except Exception:
-                log.exception("unboost_pass_failed")
+            except Exception as err:
+                log_pass_failure("unboost_pass_failed", err)
             delay = UNBOOST_POLL_S
             if wake is not None:
                 delay = min(delay, max(0.0, wake - self.clock.now()))

@@ -68,6 +68,7 @@ from vpa.components.updater.events import (
     pod_ref,
     vpa_ref,
 )
+from vpa.components.updater.failures import log_pass_failure
 from vpa.components.updater.inputs import (
     acts_for,
     is_live,
@@ -228,8 +229,8 @@ class Updater:
                 raise
             except DeadlineExceeded:
                 log.warning("updater_loop_timed_out", interval_s=interval)
-            except Exception:
-                log.exception("updater_loop_failed")
+            except Exception as err:
+                log_pass_failure("updater_loop_failed", err)
             self.ctx.health.record_activity(COMPONENT)
             await self._until_next_tick(started + interval)
 
@@ -240,15 +241,19 @@ class Updater:
                 await self.clock.sleep(remaining)
                 return
             keys = await self.trigger.wait(remaining)
-            if not keys:
-                continue
-            try:
-                await call_with_deadline(self.clock, self.settings.updater_interval_s, self.run_prompt(keys),
-                                         min_wall_s=API_CALL_MIN_WALL_S)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("updater_prompt_pass_failed")
+            if keys:
+                await self._prompt(keys)
+
+    async def _prompt(self, keys: Iterable[str]) -> None:
+        """A prompt pass, cut off after one interval as a loop is; a failure is logged (one warning line
+        for an API outage, `failures.log_pass_failure`) and the next trigger or tick tries again."""
+        try:
+            await call_with_deadline(self.clock, self.settings.updater_interval_s, self.run_prompt(keys),
+                                     min_wall_s=API_CALL_MIN_WALL_S)
+        except asyncio.CancelledError:
+            raise
+        except Exception as err:
+            log_pass_failure("updater_prompt_pass_failed", err)
 
     async def run_once(self) -> LoopReport:
         async with self._passes:
