@@ -414,6 +414,8 @@ def test_an_oom_after_a_decrease_is_reverted_and_the_next_decrease_waits_out_the
     assert event["type"] == "Warning", event
     assert "revert" in event["message"], event
     assert "was OOM-killed" in event["message"], event
+    # An OOM kill puts back memory only: CPU stays where the decrease left it (not the upper bound).
+    assert "cpu=" not in event["message"], event
     current = same_pod()
     assert current is not None, "the pod was recreated, not resized back"
     reverted_to = _bytes(_resources(current, "app")["requests"]["memory"])
