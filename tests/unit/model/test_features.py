@@ -31,7 +31,8 @@ from vpa.model.features import FeatureGateError, FeatureGates, GateSpec, Stage
         ("AllAlpha", Stage.ALPHA, False, "1.0", {"admission-controller", "recommender", "updater"}),
         ("AllBeta", Stage.BETA, False, "1.0", {"admission-controller", "recommender", "updater"}),
     ],
-    ids=lambda value: "+".join(sorted(value)) if isinstance(value, set) else str(value),  # one id in every process
+    # A set's id in sorted order: the same in every process, whatever its hash seed.
+    ids=lambda value: "+".join(sorted(value)) if isinstance(value, set) else str(value),
 )
 def test_gate_table_matches_upstream(
     name: str, stage: Stage, default: bool, since: str, components: set[str]
