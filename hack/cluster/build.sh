@@ -8,14 +8,17 @@
 # Usage: hack/cluster/build.sh [--optional] [VERSION...]   (default: $KUBERNETES_VERSION, else the newest
 # stable release below). Each binary has its own stamp (go.mod, go.sum, this script, its sources, the Go
 # version), so a second run only checks stamps, and a changed hollow node relinks only itself. Progress is
-# printed per binary, with a line a minute while one compiles. All releases share the one Go build cache.
-# $VPA_CLUSTER_DIR moves the cache folder (default .tools/cluster of this checkout).
+# printed per binary, with a line a minute while one compiles. All releases built with the machine's Go share
+# its one build cache; a release whose go.mod needs a newer Go (v1.38: go 1.27.0) is built with the approved
+# GOTOOLCHAIN=go1.27.3, which this script sets for that release alone and says so (go-toolchain.sh), so no
+# shell needs the export to build it. $VPA_CLUSTER_DIR moves the cache folder (default .tools/cluster).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-# The releases with a module folder here; the first is the default (newest stable). Kept in step with
-# vpa/sim/kubernetes/releases.py.
-releases=(v1.37.2 v1.36.3)
+# The releases with a module folder here; the first is the default (newest stable), pre-releases come last.
+# Kept in step with vpa/sim/kubernetes/releases.py.
+releases=(v1.37.2 v1.36.3 v1.38.0-beta.0)
+source "$here/go-toolchain.sh"
 
 optional=0
 versions=()
@@ -38,7 +41,6 @@ if ! command -v go >/dev/null 2>&1; then
   exit 3
 fi
 
-gover="$(go env GOVERSION)"
 hash_of() { cat "$@" | sha256sum | cut -d' ' -f1; }
 
 build_release() {
@@ -49,6 +51,19 @@ build_release() {
     echo "hack/cluster/build.sh: $version has no module folder (built here: ${releases[*]}; add one with hack/cluster/new-release.sh $version)" >&2
     return 2
   fi
+  # The machine's Go unless the go line needs the newer one; `local` also overrides a GOTOOLCHAIN exported
+  # in the shell, so the releases of the machine's Go keep their warm build cache.
+  local goline toolchain gover
+  goline="$(go_line "$dir/go.mod")"
+  toolchain="$(go_toolchain_for "$goline")" || {
+    echo "hack/cluster/build.sh: $version: its go.mod says go $goline, which no toolchain here builds" >&2
+    return 2
+  }
+  export GOTOOLCHAIN="$toolchain"
+  if [[ $toolchain != local ]]; then
+    echo "Kubernetes $version: go.mod says go $goline, newer than this machine's go $(go_local_version): building with GOTOOLCHAIN=$toolchain (fetched once from the Go module proxy)"
+  fi
+  gover="$(go env GOVERSION)"
   out="${VPA_CLUSTER_DIR:-$root/.tools/cluster}/$version/bin"
   mkdir -p "$out"
   local vpkg=k8s.io/component-base/version
@@ -57,7 +72,9 @@ build_release() {
   local tags=""
   [[ $minor -le 36 ]] && tags="kube136"  # the cadvisor fake's MachineInfo took no logger before 1.37
   local base; base="$(hash_of "$dir/go.mod" "$dir/go.sum" "$0")"
-  local hollow; hollow="$(hash_of "$here"/hollow-node/*.go "$here/hollow-node/go.mod")"
+  local hollow
+  hollow="$(hash_of "$here"/hollow-node/*.go "$here/hollow-node/go.mod" "$here/hollow-node/release/v1.$minor"/* \
+    $(find "$here/stand-ins" -type f -name '*.go' -o -type f -name go.mod | sort))"
   # name, package, ldflags, extra stamp input
   local -a plan=(
     "kube-apiserver|k8s.io/kubernetes/cmd/kube-apiserver|$kflags|"
