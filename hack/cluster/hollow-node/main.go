@@ -1,6 +1,7 @@
 // Command hollow-node runs one node of `vpa sim --kubelet=hollow`: Kubernetes' own kubelet code
 // (pkg/kubelet, built the way kubemark's hollow node builds it, with the fake CRI runtime and the fake
-// cadvisor) plus the three fakes an in-place resize needs and stock kubemark lacks:
+// cadvisor; kubemark itself up to 1.37, our own setup of the same on 1.38, which no longer ships it) plus
+// the three fakes an in-place resize needs and stock kubemark lacks:
 //
 //   - a node capacity taken from --cpu, --memory and --max-pods (kubemark's is 1 CPU, and its container
 //     manager reports no allocatable, so every resize would be Infeasible);
@@ -15,7 +16,8 @@
 // set, read-only and healthz ports off). Kubelet files go under $TMPDIR.
 //
 // It is built from each release module in hack/cluster/v1.<minor>, so it runs that release's kubelet; the
-// parts whose Go API differs between releases (the fake cadvisor, the runtime client) are the package
+// parts whose Go API differs between releases (the fake cadvisor, the runtime client, the kubelet's
+// settings and host fakes) are the package
 // vpa.local/hack/cluster/hollow-node/release, which each release module takes from release/v1.<minor>.
 package main
 
@@ -39,7 +41,6 @@ import (
 	fakeremote "k8s.io/cri-client/pkg/fake"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/kubelet/cm"
-	"k8s.io/kubernetes/pkg/kubemark"
 
 	"vpa.local/hack/cluster/hollow-node/release"
 )
@@ -128,13 +129,11 @@ func run(o options) error {
 		return err
 	}
 
-	flags, config := kubemark.GetHollowKubeletConfig(&kubemark.HollowKubeletOptions{
-		NodeName:    o.name,
-		KubeletPort: o.port,
-		MaxPods:     o.maxPods,
-		NodeLabels:  labels,
-	})
-	// kubemark binds everything on 0.0.0.0; this node stays on loopback or does not listen at all.
+	flags, config, err := release.KubeletConfig(release.Node{Name: o.name, Port: o.port, MaxPods: o.maxPods, Labels: labels})
+	if err != nil {
+		return err
+	}
+	// The kubelet's default binds on 0.0.0.0; this node stays on loopback or does not listen at all.
 	config.Address = "127.0.0.1"
 	config.EnableServer = o.port != 0
 	config.ReadOnlyPort = 0
@@ -172,12 +171,14 @@ func run(o options) error {
 	containerManager := newContainerManager(cm.NewStubContainerManager(), node)
 	cadvisor := release.Cadvisor(o.name, node.wholeCores(), uint64(node.memory))
 
-	hollow := kubemark.NewHollowKubelet(flags, config, client, heartbeatClient, cadvisor,
-		fakeRuntime.ImageService, runtime, containerManager)
-	hollow.KubeletDeps.ProbeManager = probes{}
+	deps := release.KubeletDeps(client, heartbeatClient, cadvisor, fakeRuntime.ImageService, runtime,
+		containerManager)
+	deps.ProbeManager = probes{}
 	klog.InfoS("hollow node starting", "node", o.name, "kubeletVersion", version.Get().GitVersion,
 		"cpu", cpu.String(), "memory", memory.String(), "maxPods", o.maxPods, "usageFile", o.usageFile)
-	go hollow.Run(ctx)
+	if err := release.RunKubelet(ctx, flags, config, deps); err != nil {
+		return fmt.Errorf("kubelet: %w", err)
+	}
 	<-ctx.Done()
 	klog.InfoS("hollow node stopping", "node", o.name)
 	klog.Flush()

@@ -1,5 +1,6 @@
 // Package release holds the parts of a hollow node whose Go API differs between Kubernetes releases:
-// kubemark's fake cadvisor with the node's machine size, and the client of the fake CRI runtime. This is
+// kubemark's fake cadvisor with the node's machine size, the client of the fake CRI runtime, and the kubelet's
+// settings and host fakes (kubelet.go: kubemark's own, which this release still ships). This is
 // the 1.36 one (MachineInfo takes no logger, cadvisor's types live in its info/v1 package, and the runtime
 // client has one constructor). Each release module replaces this package's path with its own release's
 // folder (hack/cluster/new-release.sh).

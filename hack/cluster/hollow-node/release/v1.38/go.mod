@@ -1,0 +1,3 @@
+module vpa.local/hack/cluster/hollow-node/release
+
+go 1.26.0
