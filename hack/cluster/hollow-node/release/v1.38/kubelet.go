@@ -49,7 +49,7 @@ type Node struct {
 // KubeletConfig is the kubelet's flags and configuration for a hollow node: the release's defaults, with
 // the settings kubemark's hollow kubelet used up to 1.37 (so a 1.38 node behaves like the 1.36 and 1.37
 // ones): a root folder of its own under $TMPDIR, quick pod syncs and status updates, no cgroups per QoS
-// class, no DNS, and node registration on.
+// class, no DNS, and node registration on. Unlike kubemark's, it leaves the iptables chains alone.
 func KubeletConfig(node Node) (*options.KubeletFlags, *kubeletconfig.KubeletConfiguration, error) {
 	root, err := os.MkdirTemp("", "hollow-kubelet.")
 	if err != nil {
@@ -101,6 +101,9 @@ func KubeletConfig(node Node) (*options.KubeletFlags, *kubeletconfig.KubeletConf
 	c.CgroupRoot, c.SystemCgroups, c.KubeletCgroups = "", "", "/kubelet"
 	c.CPUCFSQuota = true
 	c.ProtectKernelDefaults = false
+	// Nothing on the host's firewall: the kubelet's iptables chains are left to real nodes (and the iptables
+	// module is a stand-in that finds none, hack/cluster/stand-ins/iptables-wrappers).
+	c.MakeIPTablesUtilChains = false
 	c.EnableControllerAttachDetach = false
 	c.EnableDebuggingHandlers = true
 	c.LocalStorageCapacityIsolation = true
