@@ -122,7 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="VERSION",
         help=f"with --control-plane=sim: the minor version to emulate ({', '.join(SUPPORTED_VERSIONS)}; "
         f"default {SIM_DEFAULT_VERSION}); with --control-plane=kubernetes: the release to run "
-        f"({', '.join(RELEASES)}; default: the newest one built)",
+        f"({', '.join(RELEASES)}; default: the newest stable one built, a pre-release only when named)",
     )
     p.add_argument(
         "--crd",

@@ -48,7 +48,20 @@ def _run(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> subpr
         ),
         (
             ["--control-plane=kubernetes", "--kubernetes-version=1.35"],
-            "vpa sim: --kubernetes-version=1.35: not a release this project builds (v1.37.2, v1.36.3)",
+            "vpa sim: --kubernetes-version=1.35: not a release this project builds "
+            "(v1.37.2, v1.36.3, v1.38.0-beta.0)",
+        ),
+        (
+            ["--control-plane=kubernetes", "--kubelet=hollow", "--kubernetes-version=v1.38.0-beta.0"],
+            "vpa sim: Kubernetes v1.38.0-beta.0 is not built (etcd missing in ",
+        ),
+        (
+            ["--control-plane=kubernetes", "--kubelet=hollow", "--kubernetes-version=1.38"],
+            "run `make control-plane KUBERNETES_VERSION=v1.38.0-beta.0`",
+        ),
+        (
+            ["--kubernetes-version=v1.38.0-beta.0"],
+            "vpa sim: --kubernetes-version=v1.38.0-beta.0: the simulated API server emulates",
         ),
         (["--kubelet=hollow"], "vpa sim: --kubelet=hollow: needs --control-plane=kubernetes"),
         (["--fault-control"], "vpa sim: --fault-control: needs --control-plane=kubernetes"),

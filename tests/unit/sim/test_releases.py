@@ -13,7 +13,9 @@ from vpa.sim.kubernetes.releases import (
     CONTROL_PLANE,
     DEFAULT_RELEASE,
     HOLLOW_NODE,
+    PRE_RELEASES,
     RELEASES,
+    STABLE_RELEASES,
     ReleaseError,
     locate,
     resolve,
@@ -38,8 +40,13 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_supported_releases_follow_upstream_vpa_1_8() -> None:
     minors = {r.split(".")[1] for r in RELEASES}
     assert minors <= {"36", "37", "38"}
-    assert {"36", "37"} <= minors
+    assert {"36", "37", "38"} <= minors
     assert DEFAULT_RELEASE == "v1.37.2"
+    # the default is the newest stable release; a pre-release is built and run only when named
+    assert STABLE_RELEASES[0] == DEFAULT_RELEASE
+    assert all("-" not in r for r in STABLE_RELEASES)
+    assert PRE_RELEASES == ("v1.38.0-beta.0",)
+    assert RELEASES == STABLE_RELEASES + PRE_RELEASES
 
 
 @pytest.mark.parametrize(
@@ -50,13 +57,16 @@ def test_supported_releases_follow_upstream_vpa_1_8() -> None:
         ("1.37", "v1.37.2"),
         ("v1.36", "v1.36.3"),
         (" v1.36.3 ", "v1.36.3"),
+        ("v1.38.0-beta.0", "v1.38.0-beta.0"),
+        ("1.38", "v1.38.0-beta.0"),
+        ("v1.38", "v1.38.0-beta.0"),
     ],
 )
 def test_resolve(text: str, want: str) -> None:
     assert resolve(text) == want
 
 
-@pytest.mark.parametrize("text", ["1.35", "v1.35.4", "1.37.1", "v1.38.0-beta.0", "latest", ""])
+@pytest.mark.parametrize("text", ["1.35", "v1.35.4", "1.37.1", "v1.38.0-beta.1", "v1.38.0", "latest", ""])
 def test_resolve_refuses_with_one_line_naming_the_flag(text: str) -> None:
     with pytest.raises(ReleaseError) as err:
         resolve(text)
@@ -80,6 +90,18 @@ def test_no_release_requested_takes_the_newest_built(cache: Path) -> None:
     assert locate(None, hollow=True)[0] == "v1.36.3"
 
 
+def test_a_built_pre_release_runs_only_when_named(cache: Path) -> None:
+    beta = _build(cache / "v1.38.0-beta.0" / "bin", (*CONTROL_PLANE, HOLLOW_NODE))
+    assert locate("v1.38.0-beta.0", hollow=True) == ("v1.38.0-beta.0", beta)
+    assert locate("1.38") == ("v1.38.0-beta.0", beta)
+    # nothing stable built: the default is still v1.37.2 (and says how to build it), not the beta
+    with pytest.raises(ReleaseError) as err:
+        locate(None)
+    assert str(err.value).startswith("Kubernetes v1.37.2 is not built")
+    _build(cache / "v1.36.3" / "bin", CONTROL_PLANE)
+    assert locate(None)[0] == "v1.36.3"
+
+
 @pytest.mark.parametrize(
     ("requested", "built", "hollow", "want"),
     [
@@ -87,6 +109,7 @@ def test_no_release_requested_takes_the_newest_built(cache: Path) -> None:
         (None, (), False, "run `make control-plane KUBERNETES_VERSION=v1.37.2`"),
         ("1.36", CONTROL_PLANE[:2], False, "run `make control-plane KUBERNETES_VERSION=v1.36.3`"),
         ("v1.37.2", CONTROL_PLANE, True, "(hollow-node missing in"),
+        ("1.38", (), True, "run `make control-plane KUBERNETES_VERSION=v1.38.0-beta.0`"),
     ],
 )
 def test_not_built_is_one_line_saying_how_to_build(

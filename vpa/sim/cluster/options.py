@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SUPPORTED_VERSIONS = ((1, 32), (1, 33), (1, 34), (1, 35), (1, 36), (1, 37))
+# 1.38 only as the kubelet stand-in on a real 1.38 kube-apiserver (`vpa sim --control-plane=kubernetes
+# --kubernetes-version=v1.38.0-beta.0`); the simulated API server emulates up to 1.37 (apiserver/harness.py).
+SUPPORTED_VERSIONS = ((1, 32), (1, 33), (1, 34), (1, 35), (1, 36), (1, 37), (1, 38))
 
 
 @dataclass(frozen=True)
@@ -15,7 +17,7 @@ class ClusterOptions:
     nodes: int = 3
     node_cpu_millicores: int = 4000
     node_memory_bytes: int = 16 * 2**30
-    kubernetes_version: tuple[int, int] = (1, 37)  # 1.32 .. 1.37; the newest supported release by default
+    kubernetes_version: tuple[int, int] = (1, 37)  # 1.32 .. 1.38; the newest stable release by default
     # Node objects are named f"{node_name_prefix}{i}" for i in 1..nodes.
     node_name_prefix: str = "node-"
     max_pods_per_node: int = 110
