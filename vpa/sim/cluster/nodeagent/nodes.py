@@ -27,15 +27,20 @@ _NODE_LEASE_NS = "kube-node-lease"
 
 
 # What a kubelet of the version declares in `status.declaredFeatures` (NodeDeclaredFeatures, beta 1.36, GA
-# 1.37), as the release's own kubelet reports it on a hollow node. kube-apiserver's PodResizeValidator refuses
-# (403) a resize the pod's node does not declare, a pod-level one for instance.
+# 1.37), as the release's own kubelet reports it on a hollow node (1.38.0-beta.0 declares the same four: the
+# features it adds are off by default). kube-apiserver's PodResizeValidator refuses (403) a resize the pod's
+# node does not declare, a pod-level one for instance.
 _DECLARED_1_36 = (
     "ExtendWebSocketsToKubelet",
     "InPlacePodLevelResourcesVerticalScaling",
     "InPlacePodVerticalScalingInitContainers",
     "RestartAllContainersOnContainerExits",
 )
-DECLARED_FEATURES: dict[tuple[int, int], tuple[str, ...]] = {(1, 36): _DECLARED_1_36, (1, 37): _DECLARED_1_36}
+DECLARED_FEATURES: dict[tuple[int, int], tuple[str, ...]] = {
+    (1, 36): _DECLARED_1_36,
+    (1, 37): _DECLARED_1_36,
+    (1, 38): _DECLARED_1_36,
+}
 
 
 class Nodes(AgentCore):
