@@ -109,7 +109,9 @@ func run(o options) error {
 		}
 		labels[k] = v
 	}
-	// Stats from the CRI (not cadvisor) are how the usage file reaches the kubelet's resize checks.
+	// Stats from the CRI (not cadvisor) are how the usage file reaches the kubelet's resize checks. The gate
+	// exists in every release built here (1.36-1.38); one that exists only in some (InPlacePodVerticalScaling
+	// is gone in 1.38) belongs in release/v1.<minor>, as the kubelet refuses a gate it does not know.
 	if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{"PodAndContainerStatsFromCRI": true}); err != nil {
 		return fmt.Errorf("feature gates: %w", err)
 	}
