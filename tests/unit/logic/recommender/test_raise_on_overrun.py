@@ -1,5 +1,5 @@
-"""The raise-on-overrun recommender: oom-averse's limit, raised to the recent peak × margin once usage went
-above it, with a lower bound that makes the updater apply the raise at its next pass."""
+"""The raise-on-overrun recommender: oom-averse's limit plus headroom, raised to the recent peak × margin once
+usage went above it, with a lower bound that makes the updater apply the raise at its next pass."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from vpa.logic.recommender.raise_on_overrun import (
     RaiseOnOverrunPodRecommender,
     overrun_raise,
     recent_peak,
+    with_headroom,
 )
 from vpa.logic.recommender.recommending import RecommenderConfig, RecommenderCore
 from vpa.replay.evaluating import evaluate_one
@@ -65,7 +66,26 @@ def test_overrun_raise(args: tuple[float, ...], expected: tuple[float, float, fl
     assert overrun_raise(*args) == pytest.approx(expected)
 
 
+@pytest.mark.parametrize(("limit", "headroom", "reference", "expected"), [
+    # Below the reference, the headroom is that share of the limit ...
+    (500 * MIB, 0.1, GIB, 550 * MIB),
+    (250 * MIB, 0.1, GIB, 275 * MIB),
+    (GIB, 0.1, GIB, 1.1 * GIB),
+    # ... above it, the same number of bytes whatever the limit (10% of 1 GiB).
+    (4 * GIB, 0.1, GIB, 4 * GIB + 0.1 * GIB),
+    (100 * GIB, 0.1, GIB, 100 * GIB + 0.1 * GIB),
+    (4 * GIB, 0.2, 2 * GIB, 4 * GIB + 0.4 * GIB),
+    # No headroom, or no limit: unchanged.
+    (4 * GIB, 0.0, GIB, 4 * GIB),
+    (0.0, 0.1, GIB, 0.0),
+])
+def test_with_headroom(limit: float, headroom: float, reference: float, expected: float) -> None:
+    assert with_headroom(limit, headroom, reference) == pytest.approx(expected, rel=1e-12)
+
+
 @pytest.mark.parametrize(("change", "message"), [
+    ({"headroom": -0.1}, "headroom must not be negative"),
+    ({"headroom_reference_bytes": 0.0}, "headroom_reference_bytes must be greater than 0"),
     ({"margin": 0.9}, "margin must be at least 1"),
     ({"trigger_s": 0.0}, "trigger_s must be greater than 0"),
     ({"slot_s": -1.0}, "slot_s must be greater than 0"),
@@ -105,14 +125,52 @@ def _state(memory: list[float], days: int = 6, level: float = LOW) -> AggregateC
     return state
 
 
-def test_without_a_peak_above_the_base_it_is_oom_averses() -> None:
-    state = _state([0.9 * LOW] * 24)
+def _with_headroom(memory: int | None) -> int:
+    r = RECOMMENDER.raising
+    return int(with_headroom(float(memory or 0), r.headroom, r.headroom_reference_bytes))
+
+
+@pytest.mark.parametrize(("level", "added"), [
+    # A large container: about 102 MiB (10% of 1 GiB) above oom-averse's limit.
+    (LOW, 0.1 * GIB),
+    # A small one: 10% of its limit.
+    (400 * MIB, None),
+])
+def test_without_a_peak_above_the_base_it_is_oom_averses_plus_headroom(level: float,
+                                                                       added: float | None) -> None:
+    state = _state([0.9 * level] * 24, level=level)
     ours = RECOMMENDER.recommend({"app": state})["app"]
     base = OomAversePodRecommender().recommend({"app": state})["app"]
-    assert ours.target == base.target
-    assert ours.upper_bound == base.upper_bound
+    base_memory = base.target.memory_bytes or 0
+    expected = _with_headroom(base_memory)
+    assert ours.target.memory_bytes == expected
+    assert expected - base_memory == pytest.approx(added if added is not None else 0.1 * base_memory,
+                                                   rel=1e-6)
+    assert ours.target.cpu_millicores == base.target.cpu_millicores
+    assert ours.upper_bound.memory_bytes == max(expected, base.upper_bound.memory_bytes or 0)
+    assert ours.upper_bound.cpu_millicores == base.upper_bound.cpu_millicores
     assert ours.lower_bound.cpu_millicores == base.lower_bound.cpu_millicores
-    assert ours.lower_bound.memory_bytes == max(base.lower_bound.memory_bytes or 0, int(0.9 * LOW))
+    assert ours.lower_bound.memory_bytes == max(base.lower_bound.memory_bytes or 0, int(0.9 * level))
+
+
+@pytest.mark.parametrize(("excess", "raised"), [
+    # A peak above oom-averse's limit but within the headroom (about 102 MiB here) is no overrun of the
+    # base: no raise, the target stays the base with its headroom.
+    (0.05 * GIB, False),
+    # Just above the headroom: the raise, the peak × margin.
+    (0.15 * GIB, True),
+])
+def test_a_peak_within_the_headroom_is_not_raised_for(excess: float, raised: bool) -> None:
+    state = _state([0.9 * LOW] * 24)
+    base_memory = OomAversePodRecommender().recommend({"app": state})["app"].target.memory_bytes or 0
+    peak = base_memory + excess
+    assert state.recent is not None
+    state.recent.add(peak, T0 + 6 * DAY + 24 * SLOT)  # recent usage only: the histogram is unchanged
+    assert OomAversePodRecommender().recommend({"app": state})["app"].target.memory_bytes == base_memory
+    ours = RECOMMENDER.recommend({"app": state})["app"]
+    expected = int(RECOMMENDER.raising.margin * peak) if raised else _with_headroom(base_memory)
+    assert ours.target.memory_bytes == expected
+    assert ours.lower_bound.memory_bytes == int(peak)  # overrun in the last hour: outside the bounds
 
 
 def test_a_peak_above_the_base_raises_target_and_lower_bound() -> None:
@@ -136,12 +194,15 @@ def test_the_raise_ends_after_the_hold() -> None:
     hold_slots = int(RECOMMENDER.raising.hold_s / SLOT)
     state = _state([0.9 * LOW] * 24 + [HIGH] + [0.9 * LOW] * (hold_slots + 1))
     ours = RECOMMENDER.recommend({"app": state})["app"]
-    assert ours.target == OomAversePodRecommender().recommend({"app": state})["app"].target
+    base = OomAversePodRecommender().recommend({"app": state})["app"].target
+    assert ours.target.memory_bytes == _with_headroom(base.memory_bytes)
+    assert ours.target.cpu_millicores == base.cpu_millicores
 
 
 def test_per_pod_minimum_and_controlled_resources() -> None:
     small = RECOMMENDER.recommend({"app": _state([10 * MIB] * 30, days=0)})["app"]
-    assert small.target.memory_bytes == 250 * MIB
+    # The per-pod minimum, then its headroom (the minimum is kept: the target is never below it).
+    assert small.target.memory_bytes == 275 * MIB
     state = _state([0.9 * LOW] * 24 + [HIGH])
     state.controlled_resources = ("cpu",)
     only_cpu = RECOMMENDER.recommend({"app": state})["app"]
@@ -149,13 +210,18 @@ def test_per_pod_minimum_and_controlled_resources() -> None:
     assert only_cpu.lower_bound.memory_bytes is None
 
 
-def test_after_a_restart_oom_averses_recommendation_until_new_samples() -> None:
+def test_after_a_restart_the_base_limit_until_new_samples() -> None:
     state = _state([0.9 * LOW] * 24 + [HIGH])
+    assert (RECOMMENDER.recommend({"app": state})["app"].target.memory_bytes or 0) > HIGH
     restored = aggregate_from_checkpoint_status(checkpoint_status(state, T0 + 7 * DAY), TRACKING, T0)
     assert restored.recent is not None
     assert len(restored.recent) == 0
-    assert (RECOMMENDER.recommend({"app": restored})
-            == OomAversePodRecommender().recommend({"app": restored}))
+    ours = RECOMMENDER.recommend({"app": restored})["app"]
+    base = OomAversePodRecommender().recommend({"app": restored})["app"]
+    assert ours.target.memory_bytes == _with_headroom(base.target.memory_bytes)
+    assert ours.lower_bound == base.lower_bound
+    assert ours.upper_bound.memory_bytes == max(_with_headroom(base.target.memory_bytes),
+                                                base.upper_bound.memory_bytes or 0)
 
 
 def test_selected_by_name_and_its_core_keeps_recent_usage() -> None:
