@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 import pytest
 
 from tests.integration.components.test_updater_support import (
+    VPAS,
     UpdaterEnv,
     amounts,
     container,
@@ -122,3 +123,21 @@ async def test_a_prompt_pass_for_another_vpa_keeps_the_guard_on_this_one() -> No
         pod = env.pod(name)
         assert pod is not None
         assert amounts(spec_resources(pod)["requests"]) == res("100m", "512Mi")
+
+
+async def test_a_vpa_that_dropped_the_guard_after_the_resize_gets_no_revert() -> None:
+    async with updater_env(gates=GATES) as env:
+
+        async def drop_the_guard() -> None:
+            await env.store.patch(VPAS, "default", "web", "merge",
+                                  {"metadata": {"annotations": {"vpa.dev/resize-guard": None}}})
+            await env.sync()
+
+        name = await _lowered_and_oom_killed(env, drop_the_guard)
+        await env.run_once()
+        pod = env.pod(name)
+        assert pod is not None
+        assert amounts(spec_resources(pod)["requests"]) == res("100m", "256Mi")  # left as the VPA set it
+        assert env.metric("vpa_updater_resize_reverts_total", cause="OOMKilled", vpa_name="web",
+                          vpa_namespace="default") == 0
+        assert "ResizeReverted" not in {reason for _, reason, _ in await env.event_reasons()}

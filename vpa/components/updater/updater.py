@@ -101,7 +101,7 @@ from vpa.logic.updater.inplace import (
     in_place_updated_patch,
     resize_patch,
 )
-from vpa.logic.updater.plan import PassInputs, VpaPlan, guard_enabled, plan_vpa
+from vpa.logic.updater.plan import PassInputs, VpaPlan, guard_asked, guard_enabled, plan_vpa
 from vpa.logic.updater.priority import ObservedCache
 from vpa.logic.updater.reactive import resizes_only
 from vpa.logic.updater.restrictions import GroupKey
@@ -542,12 +542,12 @@ class Updater:
             return allocatable.get(pod.node_name)
 
         reverted: set[str] = set()
-        for revert in self.guard.check(pods, recommendation_for, now, ceiling_for):
+        # A VPA that dropped the guard after the resize gets no revert, the first one as little as a retry.
+        asked = guard_asked(self.gates, active)
+        for revert in self.guard.check(pods, recommendation_for, now, ceiling_for, asked):
             entry = owners.get(revert.record.uid)
             if entry is None:
                 continue
-            if revert.failed and not guard_enabled(self.gates, entry.vpa):
-                continue  # the VPA no longer asks for the guard: a failed revert is not tried again
             await self._revert(entry, revert)
             reverted.add(revert.record.uid)
         return reverted

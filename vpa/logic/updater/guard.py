@@ -23,9 +23,9 @@ Owns:
   the base (`--resize-guard-backoff`, 1 h by default), doubled by each further revert, at most 24 h;
 - `ResizeGuard`: the loop's state (guarded resizes by pod uid, evictions awaiting their replacement,
   backoffs, reverts to try again), with `watch` (after a resize was sent), `watch_eviction` (after an
-  eviction), `check` (each pass: replacements adopted, reverts due, records past their window or whose pod
-  is gone forgotten), `retry` (after a revert failed transiently) and `held` (the decreases a plan must not
-  make now);
+  eviction), `check` (each pass: replacements adopted, reverts due, records past their window, whose pod
+  is gone or whose VPA no longer asks for the guard forgotten), `retry` (after a revert failed
+  transiently) and `held` (the decreases a plan must not make now);
 - `evicting_would_decrease`: the held containers an eviction would lower (the webhook applies the whole
   recommendation to the new pod, so such an eviction waits for the backoff);
 - `with_reverted_condition`: the VPA's conditions with `ResizeReverted` naming pod, cause and values.
@@ -467,11 +467,16 @@ class ResizeGuard:
         recommendation_for: Callable[[GuardedResize], Recommendation | None],
         now: float,
         ceiling_for: Callable[[PodView], Resources | None] | None = None,
+        guarded: Callable[[str], bool] | None = None,
     ) -> list[Revert]:
         """Reverts due now. Replacement pods of guarded evictions are adopted first. Reverts to try again
         (`retry`) come back while their pod lives and is still hurt. Records whose pod is gone or whose
         window ended are forgotten; a hurt pod's record is replaced by its revert, and each changed
-        container's backoff grows."""
+        container's backoff grows.
+
+        `guarded(vpa_key)`: whether that VPA still asks for the guard (None: every VPA does). A VPA that
+        dropped it since the resize opted out of its reverts: its records and retries are forgotten, no
+        revert is made for them, first or again, and no backoff grows."""
         if self.evictions:
             self._adopt(pods, now)
         reverts: list[Revert] = []
@@ -479,6 +484,8 @@ class ResizeGuard:
             del self.retries[uid]
             pod = pods.get(uid)
             if pod is None or pod.deletion_timestamp is not None or now >= until:
+                continue
+            if guarded is not None and not guarded(failed.record.vpa_key):
                 continue
             found = hurt(failed.record, pod)
             if found is None:
@@ -493,6 +500,9 @@ class ResizeGuard:
             pod = pods.get(uid)
             if pod is None or pod.deletion_timestamp is not None:
                 del self.records[uid]
+                continue
+            if guarded is not None and not guarded(record.vpa_key):
+                del self.records[uid]  # the VPA opted out since: nothing of this resize is undone
                 continue
             if record.follow_ready and not record.ready and _ready(pod):
                 record = self.records[uid] = dataclasses.replace(record, ready=True, follow_ready=False)

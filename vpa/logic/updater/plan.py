@@ -23,7 +23,8 @@ node's kubelet would answer Infeasible or Deferred is not planned (`capacity`, A
 `ResizeGuard` and a VPA annotated `vpa.dev/resize-guard: "true"`, decreases of containers whose earlier
 resize was reverted are held back until the revert's backoff ends (`guard`; the reverts themselves are the
 loop's, from `ResizeGuard.check`): out of in-place resizes, and an eviction that would lower such a container
-(the webhook gives the new pod the whole recommendation) waits.
+(the webhook gives the new pod the whole recommendation) waits. `guard_asked` tells `ResizeGuard.check` which
+VPAs still ask for the guard: one that dropped it after a resize gets no revert for it.
 
 `evictionRequirements` filter evictions only (Recreate evictions and `InPlaceOrRecreate` fallbacks), not
 in-place resizes: AEP-4016 and upstream's fix for issue #10181 (spec §4.5 describes the older code).
@@ -399,6 +400,18 @@ def _held(inputs: PassInputs, vpa: VpaView, pod: PodView) -> Mapping[str, float]
 def guard_enabled(gates: FeatureGates, vpa: VpaView) -> bool:
     """Gate `ResizeGuard` on and the VPA annotated `vpa.dev/resize-guard: "true"`."""
     return gates.resize_guard and ann.resize_guard_requested(vpa.annotations)
+
+
+def guard_asked(gates: FeatureGates, vpas: Mapping[str, VpaView]) -> Callable[[str], bool]:
+    """For `ResizeGuard.check`: whether the VPA of a key (`namespace/name`, among `vpas`) asks for the guard
+    now. One that dropped the annotation after the resize, or is no longer among them, does not: none of
+    its reverts is made, the first one no more than one tried again."""
+
+    def asked(vpa_key: str) -> bool:
+        vpa = vpas.get(vpa_key)
+        return vpa is not None and guard_enabled(gates, vpa)
+
+    return asked
 
 
 def _hold(

@@ -24,13 +24,13 @@ from vpa.logic.updater.guard import (
     with_reverted_condition,
 )
 from vpa.logic.updater.inplace import Action, ContainerChange, PodDecision, Reason
-from vpa.logic.updater.plan import PassInputs, plan_vpa
+from vpa.logic.updater.plan import PassInputs, guard_asked, plan_vpa
 from vpa.model import annotations as ann
 from vpa.model.features import FeatureGates
 from vpa.model.pod import PodCondition, PodView
 from vpa.model.resources import Resources
 from vpa.model.settings import UpdaterSettings
-from vpa.model.vpa import Condition, Recommendation, RecommendedContainerResources
+from vpa.model.vpa import Condition, Recommendation, RecommendedContainerResources, VpaView
 
 MI = 2**20
 RESIZED_AT = NOW - 120
@@ -547,3 +547,46 @@ def test_a_failed_revert_is_dropped_once_there_is_nothing_to_undo(
     assert state.retries == {}
     assert state.check({BEFORE.uid: _ready(AFTER, False)}, lambda _: None, at + 1) == []
     assert state.held(AFTER, at) == {"app": NOW + BACKOFF_BASE_S}  # the backoff holds all the same
+
+
+# --- a VPA that dropped the guard after the resize gets no revert, first or again ---------------------------
+
+
+def _guarded_vpa(annotation: str | None) -> VpaView:
+    annotations = {} if annotation is None else {ann.RESIZE_GUARD: annotation}
+    return dataclasses.replace(vpa("InPlace"), annotations=annotations)
+
+
+@pytest.mark.parametrize(
+    ("retry", "gates", "vpas", "reverted"),
+    [
+        (False, GATES, {"default/web": _guarded_vpa("true")}, True),
+        (False, GATES, {"default/web": _guarded_vpa(None)}, False),  # annotation removed after the resize
+        (False, GATES, {"default/web": _guarded_vpa("false")}, False),
+        (False, GATES, {}, False),  # the VPA is gone, or no longer acted for
+        (False, FeatureGates.parse("InPlace=true"), {"default/web": _guarded_vpa("true")}, False),
+        (True, GATES, {"default/web": _guarded_vpa("true")}, True),
+        (True, GATES, {"default/web": _guarded_vpa(None)}, False),
+        (True, GATES, {}, False),
+    ],
+    ids=["first-asked", "first-dropped", "first-false", "first-vpa-gone", "first-gate-off",
+         "retry-asked", "retry-dropped", "retry-vpa-gone"],
+)
+def test_a_vpa_that_dropped_the_guard_gets_no_revert(
+    retry: bool, gates: FeatureGates, vpas: dict[str, VpaView], reverted: bool
+) -> None:
+    state = ResizeGuard()
+    hurt_pod = _oom(AFTER, NOW - 10)
+    at = NOW
+    if retry:
+        _failed_revert(state, hurt_pod)  # asked at the first revert, which failed transiently
+        at = NOW + 60
+    else:
+        state.watch(_ready(BEFORE, True), DOWN, "default/web", RESIZED_AT, 600)
+    reverts = state.check({BEFORE.uid: hurt_pod}, lambda _: None, at, guarded=guard_asked(gates, vpas))
+    assert [r.failed for r in reverts] == ([int(retry)] if reverted else [])
+    # Nothing is kept to revert later, and a revert not made counts no backoff (a retry's was counted
+    # at its first attempt, when the VPA still asked).
+    assert (state.records, state.retries) == ({}, {})
+    assert [b.reverts for b in state.backoffs.values()] == ([1] if retry or reverted else [])
+    assert state.check({BEFORE.uid: hurt_pod}, lambda _: None, at + 1) == []
