@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, NamedTuple
 
 from vpa.logic.updater.inplace import PodDecision
 from vpa.model.node import NodeView
@@ -34,6 +34,16 @@ INFEASIBLE: Final = "Infeasible"
 DEFERRED: Final = "Deferred"
 _FINISHED: Final = frozenset({"Succeeded", "Failed"})
 _RESOURCES: Final = (CPU, MEMORY)
+
+
+class Verdict(NamedTuple):
+    """What the kubelet would answer a resize that does not fit, for which resource, and why in words."""
+
+    answer: str
+    """`Infeasible` or `Deferred`."""
+    resource: str
+    message: str
+    """Names node, resource and amounts."""
 
 
 def _container_requests(pod: PodView) -> dict[str, int]:
@@ -113,8 +123,8 @@ class NodeRooms:
                 node.requested[resource] += amount
         return rooms
 
-    def verdict(self, pod: PodView, decision: PodDecision) -> tuple[str, str] | None:
-        """(`Infeasible` or `Deferred`, a message naming node, resource and amounts), or None when it fits."""
+    def verdict(self, pod: PodView, decision: PodDecision) -> Verdict | None:
+        """What the kubelet would answer the resize (`Verdict`), or None when it fits."""
         node = self.nodes.get(pod.node_name)
         if node is None:
             return None
@@ -126,16 +136,16 @@ class NodeRooms:
                 continue
             wanted = held[resource] + growth[resource]
             if wanted > allocatable:
-                return INFEASIBLE, (
+                return Verdict(INFEASIBLE, resource, (
                     f"the pod would request {resource} {_amount(resource, wanted)}, more than node "
                     f"{pod.node_name} allocates ({_amount(resource, allocatable)})"
-                )
+                ))
             free = allocatable - node.requested[resource]
             if growth[resource] > free:
-                return DEFERRED, (
+                return Verdict(DEFERRED, resource, (
                     f"the resize needs {resource} {_amount(resource, growth[resource])} more, node "
                     f"{pod.node_name} has {_amount(resource, max(free, 0))} free"
-                )
+                ))
         return None
 
     def charge(self, pod: PodView, decision: PodDecision) -> None:

@@ -391,6 +391,9 @@ class PodDecision(NamedTuple):
     detail: str = ""
     pod_level: PodLevelPlan | None = None
     """Gate `PodLevelResources`: the pod-level values this resize also sets (None: none change)."""
+    state: str = ""
+    """What of this verdict is the pod's state, beyond `reason` (`InPlaceResizeWouldNotFit`: the kubelet's
+    answer and the resource, not the amounts): an event about it is recorded when the state is entered."""
 
     @property
     def acts(self) -> bool:

@@ -383,11 +383,12 @@ def _fit(decision: PodDecision, inputs: PassInputs, mode: UpdateMode, candidate:
     if verdict is None:
         rooms.charge(decision.pod, decision)
         return decision
-    answer, message = verdict
-    detail = f"the kubelet would answer {answer}: {message}"
-    return evict_or_skip(
+    detail = f"the kubelet would answer {verdict.answer}: {verdict.message}"
+    refused = evict_or_skip(
         decision.pod, mode, Reason.WOULD_NOT_FIT, decision.priority, candidate.triggers, detail
     )
+    # The amounts move with every neighbour's requests; the answer and the resource are the pod's state.
+    return refused._replace(state=f"{verdict.answer} {verdict.resource}")
 
 
 def _held(inputs: PassInputs, vpa: VpaView, pod: PodView) -> Mapping[str, float]:
