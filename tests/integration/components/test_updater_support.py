@@ -31,6 +31,7 @@ from vpa.kube import converting
 from vpa.kube.client import ClientOptions, KubeClient, api_path
 from vpa.kube.controllers import KINDS, ControllerCaches
 from vpa.kube.eventing import EventRecorder
+from vpa.kube.neighbourwatching import node_cache
 from vpa.kube.watching import WatchCache
 from vpa.logic.admission.patches import AdmissionOptions, pod_patch, pod_shape
 from vpa.logic.limitranges import NO_LIMITS
@@ -270,6 +271,7 @@ async def updater_env(
     gates: str = "",
     updater_settings: UpdaterSettings | None = None,
     resize_actuation_s: float = 0.0,
+    watch_nodes: bool = False,
     **updater_kwargs: Any,
 ) -> AsyncIterator[UpdaterEnv]:
     cluster = SimCluster(nodes=nodes, node_cpu=cpu, node_memory=memory, kubernetes_version=version)
@@ -317,6 +319,11 @@ async def updater_env(
         await asyncio.wait_for(
             asyncio.gather(pods.wait_synced(), vpas.wait_synced(), controllers.wait_synced()), 10
         )
+        if watch_nodes:  # the Nodes the updater reads for gates InPlaceCapacityAware and DaemonSetScope
+            node_watch = node_cache(client, clock)
+            tasks.append(asyncio.ensure_future(node_watch.run()))
+            await asyncio.wait_for(node_watch.wait_synced(), 10)
+            updater_kwargs.setdefault("nodes", node_watch)
         caches: list[tuple[str, WatchCache[Any]]] = [
             ("pods", pods),
             (VPAS, vpas),

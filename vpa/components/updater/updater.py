@@ -102,6 +102,7 @@ from vpa.logic.updater.inplace import (
     resize_patch,
 )
 from vpa.logic.updater.plan import PassInputs, VpaPlan, guard_asked, guard_enabled, plan_vpa
+from vpa.logic.updater.podstates import PodState, pod_states
 from vpa.logic.updater.priority import ObservedCache
 from vpa.logic.updater.reactive import resizes_only
 from vpa.logic.updater.restrictions import GroupKey
@@ -124,6 +125,12 @@ from vpa.model.vpa import RESIZE_REVERTED_CONDITION, Condition, Recommendation, 
 log = structlog.get_logger(__name__)
 
 COMPONENT: Final = "updater"
+# A pod state's event reason and message ("": the decision's own detail, after "In-place resize not sent: ").
+_POD_STATE_EVENTS: Final[Mapping[Reason, tuple[str, str]]] = MappingProxyType({
+    Reason.WOULD_NOT_FIT: (IN_PLACE_WOULD_NOT_FIT, ""),
+    Reason.INFEASIBLE_CACHED: (IN_PLACE_SKIPPED, IN_PLACE_SKIPPED_MESSAGE),
+    Reason.POD_LEVEL_RESIZE_UNSUPPORTED: (POD_LEVEL_RESIZE_UNSUPPORTED, POD_LEVEL_RESIZE_UNSUPPORTED_MESSAGE),
+})
 
 
 def _worth_retrying(result: Result) -> bool:
@@ -193,7 +200,9 @@ class Updater:
         self._loops = 0
         self.gate_off: Transitions[str] = Transitions()
         self.admission_stale: Transitions[str] = Transitions()
-        self.pod_level_unsupported: Transitions[str] = Transitions()  # pod uids, told once (loops only)
+        # Per VPA key, its pods in a state an event on the pod tells once (`logic.updater.podstates`); per VPA
+        # so that a prompt pass, which plans a few VPAs, leaves the others' pods as they were.
+        self.pod_states: dict[str, Transitions[PodState]] = {}
         # What the API server resizes in place besides containers (issue 42): read from `/version` at the
         # first pass, narrowed for the rest of the process by what it refuses (`_learn_refusal`).
         self.resize_features: ResizeFeatures | None = None
@@ -283,6 +292,7 @@ class Updater:
             reverted = await self._revert_hurt(work, active)
             work = {key: entry for key, entry in work.items() if key in wanted}
             await self._plan(work, report)
+            self._report_pod_states(report.plans, every_vpa=False)
             for entry in work.values():
                 if entry.plan is not None:
                     entry.plan = resizes_only(entry.plan)
@@ -323,6 +333,7 @@ class Updater:
         self._observe("ListVPAs", step)
         if not active:
             self.attempts.clear()
+            self.pod_states.clear()
             self.infeasible = InfeasibleAttempts()
             self._observe("total", loop_started)
             return report
@@ -338,7 +349,7 @@ class Updater:
         await self._plan(work, report)
         self._observe("FilterPods", step)
         self._report_gate_off(report)
-        self._report_pod_level_unsupported(report)
+        self._report_pod_states(report.plans, every_vpa=True)
         if reverted:
             # A pod resized back this pass is not resized again in the same pass.
             for entry in work.values():
@@ -408,18 +419,31 @@ class Updater:
         for key, loops in changes.left:
             log.info("vpa_no_longer_skipped_in_place_gate_off", vpa=key, skipped_loops=loops)
 
-    def _report_pod_level_unsupported(self, report: LoopReport) -> None:
-        """`InPlace` pods with pod-level resources the API server does not resize: an event on the pod when
-        it starts being skipped so, not on every loop that skips it (each would be one more API write for
-        the recorder's count). A pod that stops being skipped and is skipped again is told again."""
-        skipped = {
-            decision.pod.uid: decision.pod
-            for plan in report.plans if not plan.mode.evicts
-            for decision in plan.skipped if decision.reason is Reason.POD_LEVEL_RESIZE_UNSUPPORTED
-        }
-        for uid in self.pod_level_unsupported.update(skipped).entered:
-            self.events.normal(pod_ref(skipped[uid]), POD_LEVEL_RESIZE_UNSUPPORTED,
-                               POD_LEVEL_RESIZE_UNSUPPORTED_MESSAGE)
+    def _report_pod_states(self, plans: Sequence[VpaPlan], *, every_vpa: bool) -> None:
+        """An event on the pod when it enters a state of `podstates` (would not fit its node, cached
+        infeasible, pod-level resize unsupported), not on every pass that leaves it there: each would be one
+        more API write for the recorder's count. A pod that leaves the state and comes back is told again.
+        `every_vpa` (a loop): the VPAs without a plan this time are forgotten (gone, no recommendation)."""
+        planned: set[str] = set()
+        for plan in plans:
+            key = plan.vpa.key
+            planned.add(key)
+            states = pod_states(plan)
+            transitions = self.pod_states.get(key)
+            if transitions is None:
+                if not states:
+                    continue
+                transitions = self.pod_states[key] = Transitions()
+            for state in transitions.update(states).entered:
+                decision = states[state]
+                reason, message = _POD_STATE_EVENTS[state.reason]
+                self.events.normal(pod_ref(decision.pod), reason, message or
+                                   f"In-place resize not sent: {decision.detail}")
+            if not transitions:
+                del self.pod_states[key]
+        if every_vpa:
+            for key in [key for key in self.pod_states if key not in planned]:
+                del self.pod_states[key]
 
     def _observe(self, step: str, started: float) -> None:
         self.metrics.latency.labels(step=step).observe(time.perf_counter() - started)
@@ -674,13 +698,10 @@ class Updater:
                 continue  # reported once per VPA by `_report_gate_off`
             for uid, attempt in plan.record_infeasible:
                 self.infeasible = self.infeasible.record(uid, attempt)
-            for decision in plan.decisions:
-                if decision.reason is Reason.WOULD_NOT_FIT:
-                    self.events.normal(pod_ref(decision.pod), IN_PLACE_WOULD_NOT_FIT,
-                                       f"In-place resize not sent: {decision.detail}")
+            # Their events are recorded by `_report_pod_states`, once per state; the counter, as upstream's,
+            # counts every pass.
             for decision in plan.skipped:
                 if decision.reason is Reason.INFEASIBLE_CACHED:
-                    self.events.normal(pod_ref(decision.pod), IN_PLACE_SKIPPED, IN_PLACE_SKIPPED_MESSAGE)
                     self.metrics.infeasible_skips.labels(
                         vpa_size_log2=entry.size, vpa_name=vpa.name, vpa_namespace=vpa.namespace
                     ).inc()
