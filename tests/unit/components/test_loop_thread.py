@@ -1,4 +1,4 @@
-"""The webhook's own loop thread: calls across loops, cancellation both ways, stop, GIL switch interval."""
+"""The webhook's own loop thread: calls across loops, cancellation both ways, stop."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import uvloop
 from vpa.aio.executor import start_default_executor
 from vpa.components.webhook.loop_thread import (
     OS_NAME_MAX,
-    SWITCH_INTERVAL_S,
     LoopThread,
     on_loop,
 )
@@ -90,11 +89,9 @@ async def test_cancelling_the_caller_cancels_the_call_on_the_other_loop() -> Non
         await thread.stop()
 
 
-async def test_stop_cancels_what_still_runs_there_and_restores_the_switch_interval() -> None:
-    before = sys.getswitchinterval()
+async def test_stop_cancels_what_still_runs_there() -> None:
     thread = LoopThread("serving")
     thread.start()
-    assert sys.getswitchinterval() == min(before, SWITCH_INTERVAL_S)
     cancelled = threading.Event()
 
     async def background() -> None:
@@ -112,7 +109,6 @@ async def test_stop_cancels_what_still_runs_there_and_restores_the_switch_interv
     await thread.stop()
     assert cancelled.is_set()
     assert not thread.running
-    assert sys.getswitchinterval() == before
     await thread.stop()  # idempotent
 
 
@@ -124,17 +120,6 @@ async def test_a_call_to_a_thread_not_running_is_refused() -> None:
     with pytest.raises(RuntimeError, match="already started"):
         thread.start()
     await thread.stop()
-
-
-async def test_the_interval_is_restored_when_the_last_of_two_threads_stops() -> None:
-    before = sys.getswitchinterval()
-    first, second = LoopThread("first"), LoopThread("second")
-    first.start()
-    second.start()
-    await first.stop()
-    assert sys.getswitchinterval() == min(before, SWITCH_INTERVAL_S)  # the second one still serves
-    await second.stop()
-    assert sys.getswitchinterval() == before
 
 
 async def test_spawn_starts_the_thread_without_blocking_the_callers_loop(

@@ -10,8 +10,7 @@ Why: the webhook shares the process with the recommender and the watch caches. O
 waits behind every callback that is ready when it arrives (a relist's and a recommender loop's paced
 slices, page parses, status writes), several times per review (read, admit, write), so its tail grows with
 the cluster however short each slice is. On its own loop a review waits only for the GIL, which the main
-thread hands over at most every `SWITCH_INTERVAL_S` while both want it (CPython's default, 5 ms, is far too
-long).
+thread hands over at CPython's switch interval while both want it.
 
 Must not: let asyncio objects (futures, queues, sessions, tasks) cross loops: everything the webhook's loop
 creates stays on it, and calls into the other loop go through `on_loop` (or `call_soon_threadsafe`).
@@ -21,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
-import sys
 import threading
 from collections.abc import Coroutine
 from typing import Any, Final, TypeVar
@@ -29,15 +27,6 @@ from typing import Any, Final, TypeVar
 import uvloop
 
 T = TypeVar("T")
-
-SWITCH_INTERVAL_S: Final = 0.0005
-"""How long a thread holding the GIL may keep it while another waits (`sys.setswitchinterval`), set while a
-`LoopThread` runs: a review needs the GIL several times (socket ready, TLS reads and writes, the answer),
-each time after the recommender's thread may have held it, and with CPython's default interval every GIL
-release for I/O costs up to a whole interval to win back (the convoy effect): the webhook's tail would be
-set by the interval, not by its own work. It costs something only while both threads want the GIL: an idle
-webhook leaves the recommender's thread alone."""
-
 
 async def on_loop(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, T]) -> T:
     """Await `coro` run on `loop`; directly when the caller already runs there. Cancelling the caller
@@ -77,7 +66,6 @@ class LoopThread:
 
         self.loop = loop
         self._thread = threading.Thread(target=serve, name=self.name, daemon=True)
-        _shorten_switch_interval()
         self._thread.start()
         ready.wait()
 
@@ -106,7 +94,6 @@ class LoopThread:
                 await on_loop(loop, _cancel_others())
             loop.call_soon_threadsafe(loop.stop)
             await asyncio.to_thread(thread.join)
-        _restore_switch_interval()
 
 
 _PR_SET_NAME: Final = 15
@@ -122,29 +109,6 @@ def name_os_thread(name: str) -> bool:
         return int(libc.prctl(_PR_SET_NAME, name.encode()[:OS_NAME_MAX], 0, 0, 0)) == 0
     except (AttributeError, OSError, TypeError):
         return False
-
-
-_interval_lock = threading.Lock()
-_interval_users = 0
-_interval_saved = 0.0
-
-
-def _shorten_switch_interval() -> None:
-    """The first running `LoopThread` shortens the interval; the last one to stop restores it."""
-    global _interval_users, _interval_saved
-    with _interval_lock:
-        if _interval_users == 0:
-            _interval_saved = sys.getswitchinterval()
-            sys.setswitchinterval(min(_interval_saved, SWITCH_INTERVAL_S))
-        _interval_users += 1
-
-
-def _restore_switch_interval() -> None:
-    global _interval_users
-    with _interval_lock:
-        _interval_users -= 1
-        if _interval_users == 0:
-            sys.setswitchinterval(_interval_saved)
 
 
 async def _cancel_others() -> None:
