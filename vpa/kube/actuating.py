@@ -86,13 +86,6 @@ def has_cause(error: ApiError, cause_type: str) -> bool:
     )
 
 
-def _unauthorized(error: ApiError) -> bool:
-    """A 403 from the authorizer about the caller (`User "..." cannot patch resource "pods/resize"`), not an
-    admission plugin's refusal of this resize: after a kube-apiserver restart RBAC answers so for a few
-    seconds, and evicting the pod instead would turn that into a disruption."""
-    return error.status == 403 and " cannot patch resource " in error.message
-
-
 def _transient(error: ApiError) -> bool:
     return error.status == 0 or error.status >= 500 or error.status == 429
 
@@ -102,7 +95,7 @@ def classify_resize_error(error: ApiError) -> Outcome:
         return Outcome.GONE
     if error.status == 403 and (has_cause(error, NODE_CAPACITY) or has_cause(error, UNSUPPORTED_PLATFORM)):
         return Outcome.INFEASIBLE
-    if _transient(error) or _unauthorized(error):
+    if _transient(error) or error.is_unauthorized:  # RBAC just after a restart: never a reason to evict
         return Outcome.FAILED
     return Outcome.REJECTED
 

@@ -8,10 +8,14 @@ Must not: send requests or decide retries (`vpa.kube.client` does both).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, Final
 
 import orjson
+
+_AUTHORIZER_REFUSAL: Final = re.compile(r" cannot [a-z]+ resource ")
+"""The authorizer's wording: `User "..." cannot <verb> resource "<resource>" in API group ...`."""
 
 
 class ApiError(Exception):
@@ -52,6 +56,13 @@ class ApiError(Exception):
     @property
     def is_server_error(self) -> bool:
         return self.status >= 500
+
+    @property
+    def is_unauthorized(self) -> bool:
+        """A 403 from the authorizer about the caller (`User "..." cannot patch resource "pods/resize"`), not
+        an admission plugin's refusal of the request: RBAC answers so for a few seconds after a
+        kube-apiserver restart, as well as when the role lacks the verb."""
+        return self.status == 403 and _AUTHORIZER_REFUSAL.search(self.message) is not None
 
     @property
     def is_transport(self) -> bool:

@@ -25,8 +25,7 @@ def expected_failure(error: BaseException) -> bool:
         return True
     if isinstance(error, ApiError):
         status = error.status
-        unauthorized = status == 403 and " cannot " in error.message  # RBAC, just after a restart
-        return status == 0 or status >= 500 or status in (409, 429) or unauthorized
+        return status == 0 or status >= 500 or status in (409, 429) or error.is_unauthorized
     return False
 
 
